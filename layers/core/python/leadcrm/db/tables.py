@@ -1,0 +1,278 @@
+"""SQLAlchemy 2 table definitions. Every org-owned row carries organization_id, and every index a list
+uses starts with it. Keys are UUIDv7 made in the application (leadcrm.ids.uuid7): no server default."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Column,
+    Date,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    Time,
+    Uuid,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _id() -> Column:
+    return Column("id", Uuid, primary_key=True)
+
+
+def _org() -> Column:
+    return Column("organization_id", Uuid, ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False)
+
+
+def _created_at() -> Column:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def _updated_at() -> Column:
+    return Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def _one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"
+
+
+ROLES = ("owner", "admin", "coach", "member")
+MEMBERSHIP_STATUSES = ("active", "pending_invitation", "cancelled", "suspended")
+USER_KINDS = ("account", "managed")
+STAGE_CATEGORIES = (
+    "new", "contacted", "callback", "trial_booked", "no_show", "converted", "customer", "lost", "frozen",
+)
+TASK_STATUSES = ("pending", "in_progress", "completed", "cancelled")
+TASK_PRIORITIES = ("low", "medium", "high")
+
+organizations = Table(
+    "organizations",
+    metadata,
+    _id(),
+    Column("name", Text, nullable=False),
+    Column("timezone", Text, nullable=False, server_default="UTC"),
+    Column("locale", Text, nullable=False, server_default="en"),
+    Column("country_code", String(2)),
+    Column("features", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("flags", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    _created_at(),
+    _updated_at(),
+)
+
+users = Table(
+    "users",
+    metadata,
+    _id(),
+    Column("auth_subject", Text, unique=True),
+    Column("email", Text),
+    Column("first_name", Text),
+    Column("last_name", Text),
+    Column("phone", Text),
+    Column("kind", Text, nullable=False, server_default="account"),
+    _created_at(),
+    _updated_at(),
+    CheckConstraint(_one_of("kind", USER_KINDS), name="kind"),
+    Index("ix_users_lower_email", func.lower(text("email"))),
+)
+
+memberships = Table(
+    "memberships",
+    metadata,
+    _id(),
+    _org(),
+    Column("user_id", Uuid, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("role", Text, nullable=False),
+    Column("status", Text, nullable=False, server_default="active"),
+    Column("source_lead_id", Uuid, ForeignKey("leads.id", ondelete="SET NULL", use_alter=True)),
+    _created_at(),
+    _updated_at(),
+    Column("deleted_at", DateTime(timezone=True)),
+    CheckConstraint(_one_of("role", ROLES), name="role"),
+    CheckConstraint(_one_of("status", MEMBERSHIP_STATUSES), name="status"),
+    # One live membership per user and organization; a soft-deleted one may be followed by a new one.
+    Index(
+        "uq_memberships_org_user_live", "organization_id", "user_id", unique=True,
+        postgresql_where=text("deleted_at IS NULL"),
+    ),
+    Index("ix_memberships_user_id", "user_id"),
+)
+
+pipelines = Table(
+    "pipelines",
+    metadata,
+    _id(),
+    _org(),
+    Column("name", Text, nullable=False),
+    Column("is_default", Boolean, nullable=False, server_default=text("false")),
+    Column("archived_at", DateTime(timezone=True)),
+    _created_at(),
+    _updated_at(),
+    # Race-safe lazy seeding: concurrent first requests can make only one default pipeline.
+    Index("uq_pipelines_one_default", "organization_id", unique=True, postgresql_where=text("is_default")),
+)
+
+pipeline_stages = Table(
+    "pipeline_stages",
+    metadata,
+    _id(),
+    _org(),
+    Column("pipeline_id", Uuid, ForeignKey("pipelines.id", ondelete="CASCADE"), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("category", Text, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("archived_at", DateTime(timezone=True)),
+    _created_at(),
+    _updated_at(),
+    CheckConstraint(_one_of("category", STAGE_CATEGORIES), name="category"),
+    Index("ix_pipeline_stages_pipeline_position", "organization_id", "pipeline_id", "position"),
+)
+
+leads = Table(
+    "leads",
+    metadata,
+    _id(),
+    _org(),
+    Column("name", Text),
+    Column("email", Text),
+    Column("phone", Text),
+    Column("locale", Text),
+    Column("note", Text),
+    Column("source", Text, nullable=False, server_default="manual"),
+    Column("status", Text, nullable=False),
+    Column("pipeline_id", Uuid, ForeignKey("pipelines.id"), nullable=False),
+    Column("stage_id", Uuid, ForeignKey("pipeline_stages.id"), nullable=False),
+    Column("campaign_id", Uuid),
+    Column("assigned_to_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    Column("created_by_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    Column("lost_reason", Text),
+    Column("is_test", Boolean, nullable=False, server_default=text("false")),
+    Column("archived_at", DateTime(timezone=True)),
+    Column("converted_membership_id", Uuid, ForeignKey("memberships.id", ondelete="SET NULL")),
+    Column("trial_date", DateTime(timezone=True)),
+    Column("next_action_at", DateTime(timezone=True)),
+    Column("next_action_type", Text),
+    Column("next_action_note", String(255)),
+    Column("status_changed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    _created_at(),
+    _updated_at(),
+    CheckConstraint(_one_of("status", STAGE_CATEGORIES), name="status"),
+    Index("ix_leads_org_id", "organization_id", "id"),
+    Index("ix_leads_org_status_id", "organization_id", "status", "id"),
+    Index("ix_leads_org_lower_email", "organization_id", func.lower(text("email"))),
+    Index("ix_leads_org_phone", "organization_id", "phone"),
+)
+
+lead_status_events = Table(
+    "lead_status_events",
+    metadata,
+    _id(),
+    _org(),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("from_status", Text),
+    Column("to_status", Text, nullable=False),
+    Column("from_stage_id", Uuid),
+    Column("to_stage_id", Uuid),
+    Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    Column("changed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Index("ix_lead_status_events_lead", "organization_id", "lead_id", "changed_at"),
+)
+
+lead_activity_events = Table(
+    "lead_activity_events",
+    metadata,
+    _id(),
+    _org(),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("type", Text, nullable=False),
+    Column("payload", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    # The event that caused this entry, when a consumer wrote it: a redelivery records nothing more.
+    Column("source_event_id", Uuid),
+    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Index("ix_lead_activity_events_lead", "organization_id", "lead_id", "occurred_at"),
+    Index(
+        "uq_lead_activity_events_source_event", "source_event_id", "type", unique=True,
+        postgresql_where=text("source_event_id IS NOT NULL"),
+    ),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    _id(),
+    _org(),
+    Column("type", Text, nullable=False, server_default="general"),
+    Column("title", Text, nullable=False),
+    Column("description", Text),
+    Column("status", Text, nullable=False, server_default="pending"),
+    Column("priority", Text, nullable=False, server_default="medium"),
+    Column("source", Text, nullable=False, server_default="manual"),
+    Column("due_date", Date),
+    Column("due_time", Time),
+    Column("assignee_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    # NO ACTION on purpose: erasing a lead deletes its tasks first (their titles carry the lead's name).
+    Column("linked_lead_id", Uuid, ForeignKey("leads.id")),
+    Column("created_by_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    Column("completed_at", DateTime(timezone=True)),
+    Column("cancelled_at", DateTime(timezone=True)),
+    Column("deleted_at", DateTime(timezone=True)),
+    _created_at(),
+    _updated_at(),
+    CheckConstraint(_one_of("status", TASK_STATUSES), name="status"),
+    CheckConstraint(_one_of("priority", TASK_PRIORITIES), name="priority"),
+    Index("ix_tasks_org_assignee_status", "organization_id", "assignee_user_id", "status", "due_date"),
+    Index("ix_tasks_org_linked_lead", "organization_id", "linked_lead_id"),
+    # A lead has at most one open contact task: it is the lead's follow-up.
+    Index(
+        "tasks_open_contact_lead_unique_idx", "linked_lead_id", unique=True,
+        postgresql_where=text(
+            "type = 'contact_lead' AND status IN ('pending', 'in_progress') AND deleted_at IS NULL"
+        ),
+    ),
+)
+
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", Uuid, primary_key=True),  # the event id consumers deduplicate on
+    Column("organization_id", Uuid, nullable=False),
+    Column("type", Text, nullable=False),
+    Column("aggregate_id", Uuid, nullable=False),
+    Column("payload", JSONB, nullable=False),
+    Column("occurred_at", DateTime(timezone=True), nullable=False),
+    Column("published_at", DateTime(timezone=True)),
+    Column("attempts", Integer, nullable=False, server_default=text("0")),
+    Column("last_error", Text),
+    Index("ix_outbox_unpublished", "occurred_at", postgresql_where=text("published_at IS NULL")),
+)
+
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    # scope names the operation and who may replay it, e.g. "leads.create:<org id>".
+    Column("scope", Text, primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("request_hash", Text, nullable=False),
+    Column("response_status", Integer, nullable=False),
+    Column("response_body", JSONB, nullable=False),
+    _created_at(),
+    Index("ix_idempotency_keys_created_at", "created_at"),
+)

@@ -1,0 +1,85 @@
+"""Unit of work: one transaction that rolls back unless committed, and collects domain events.
+
+On commit the events are written to the outbox in the same transaction, so a lead and its `lead.created`
+either both exist or neither does. After the commit they are handed to the publisher; an event the
+publisher could not deliver stays unpublished in the outbox and the relay job sends it later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from types import TracebackType
+
+from sqlalchemy import Connection, Engine, insert
+
+from leadcrm.db.engine import get_engine
+from leadcrm.db.tables import outbox
+from leadcrm.domain.events import DomainEvent
+
+logger = logging.getLogger(__name__)
+
+Publisher = Callable[[Sequence[DomainEvent]], None]
+
+
+class UnitOfWork:
+    def __init__(self, engine: Engine | None = None, publisher: Publisher | None = None) -> None:
+        self._engine = engine
+        self._publisher = publisher
+        self._events: list[DomainEvent] = []
+        self._committed = False
+        self.connection: Connection
+
+    def __enter__(self) -> UnitOfWork:
+        self.connection = (self._engine or get_engine()).connect()
+        self.connection.begin()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if not self._committed:
+                self.connection.rollback()
+        finally:
+            self.connection.close()
+        if self._committed and self._events and exc_type is None:
+            self._publish_after_commit()
+
+    def add_event(self, event: DomainEvent) -> None:
+        self._events.append(event)
+
+    @property
+    def events(self) -> tuple[DomainEvent, ...]:
+        return tuple(self._events)
+
+    def commit(self) -> None:
+        if self._events:
+            self.connection.execute(
+                insert(outbox),
+                [
+                    {
+                        "id": e.id,
+                        "organization_id": e.organization_id,
+                        "type": e.type,
+                        "aggregate_id": e.aggregate_id,
+                        "payload": e.payload,
+                        "occurred_at": e.occurred_at,
+                    }
+                    for e in self._events
+                ],
+            )
+        self.connection.commit()
+        self._committed = True
+
+    def _publish_after_commit(self) -> None:
+        # Import here: functions that never publish (or tests that inject a publisher) skip boto3.
+        if self._publisher is None:
+            from leadcrm.services.outbox import publish_committed
+
+            self._publisher = publish_committed
+        try:
+            self._publisher(self._events)
+        except Exception:  # the relay job re-sends whatever is still unpublished
+            logger.exception("publishing after commit failed; the outbox relay will retry",
+                             extra={"eventIds": [str(e.id) for e in self._events]})

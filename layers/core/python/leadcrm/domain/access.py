@@ -1,0 +1,62 @@
+"""Who may do what. Roles come from the membership row, read on every request, never from the token."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Role(StrEnum):
+    OWNER = "owner"
+    ADMIN = "admin"
+    COACH = "coach"
+    MEMBER = "member"
+
+
+class MembershipStatus(StrEnum):
+    ACTIVE = "active"
+    PENDING_INVITATION = "pending_invitation"
+    CANCELLED = "cancelled"
+    SUSPENDED = "suspended"
+
+
+STAFF_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.COACH})
+MANAGER_ROLES = frozenset({Role.OWNER, Role.ADMIN})
+
+LEAD_MANAGEMENT = "lead_management"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """The caller inside one organization: resolved from the JWT subject and the membership row."""
+
+    user_id: uuid.UUID
+    organization_id: uuid.UUID
+    membership_id: uuid.UUID
+    role: Role
+    features: frozenset[str]
+
+    @property
+    def is_staff(self) -> bool:
+        return is_staff_role(self.role)
+
+    @property
+    def is_manager(self) -> bool:
+        return self.role in MANAGER_ROLES
+
+    def has_feature(self, feature: str) -> bool:
+        return feature in self.features
+
+
+def is_staff_role(role: Role | str) -> bool:
+    return role in STAFF_ROLES
+
+
+def enabled_features(features: dict[str, object] | list[str] | None) -> frozenset[str]:
+    """Organization features are stored as a JSON object of flags (or a list of names); only true flags count."""
+    if not features:
+        return frozenset()
+    if isinstance(features, list):
+        return frozenset(str(f) for f in features)
+    return frozenset(name for name, on in features.items() if on is True)
