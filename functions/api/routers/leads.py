@@ -1,0 +1,69 @@
+"""Staff routes for leads: `/organizations/{orgId}/leads`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import auth_subject, entity_id, json_response, organization_id
+from api.schemas import CreateLeadBody, Envelope, Lead, LeadDetail, ListEnvelope
+from leadcrm.db.uow import UnitOfWork
+from leadcrm.domain.statuses import StageCategory
+from leadcrm.services import idempotency
+from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.leads import NewLead, create_lead, get_lead, list_leads
+
+router = APIGatewayHttpRouter()
+
+LEAD_201 = {201: {"description": "The lead was created (or the first answer replayed)"}}
+
+
+@router.post("/organizations/<org_id>/leads", tags=["Leads"], summary="Create a lead (staff)", responses=LEAD_201)
+def create(
+    org_id: str,
+    body: Annotated[CreateLeadBody, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
+) -> Response[Envelope[Lead]]:
+    with UnitOfWork() as uow:
+        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(org_id)))
+        scope = f"leads.create:{actor.organization_id}"
+        fingerprint = idempotency.request_fingerprint(body.model_dump(mode="json"))
+        if idempotency_key is not None:
+            replay = idempotency.claim(uow.connection, scope, idempotency_key, fingerprint)
+            if replay is not None:
+                return json_response(replay.status, replay.body, {"Idempotent-Replayed": "true"})
+        lead = create_lead(uow, actor, NewLead(
+            name=body.name, email=body.email, phone=body.phone, locale=body.locale, note=body.note,
+            source=body.source.value, is_test=body.is_test,
+        ))
+        response = Envelope[Lead](data=Lead.model_validate(lead))
+        if idempotency_key is not None:
+            stored = idempotency.StoredResponse(201, response.model_dump(mode="json", by_alias=True))
+            idempotency.remember(uow.connection, scope, idempotency_key, stored)
+        uow.commit()
+    return json_response(201, response)
+
+
+@router.get("/organizations/<org_id>/leads/<lead_id>", tags=["Leads"], summary="A lead with its timeline")
+def read(org_id: str, lead_id: str) -> Envelope[LeadDetail]:
+    with UnitOfWork() as uow:
+        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(org_id)))
+        lead = get_lead(uow.connection, actor.organization_id, entity_id(lead_id, "LEAD_NOT_FOUND"))
+    return Envelope[LeadDetail](data=LeadDetail.model_validate(lead))
+
+
+@router.get("/organizations/<org_id>/leads", tags=["Leads"], summary="Leads, newest first (keyset pages)")
+def index(
+    org_id: str,
+    limit: Annotated[int, Query(ge=1, le=100)] = 50,
+    cursor: Annotated[str | None, Query(max_length=64)] = None,
+    status: Annotated[StageCategory | None, Query()] = None,
+) -> ListEnvelope[Lead]:
+    with UnitOfWork() as uow:
+        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(org_id)))
+        page = list_leads(uow.connection, actor.organization_id, limit=limit, cursor=cursor,
+                          status=status.value if status else None)
+    return ListEnvelope[Lead](data=[Lead.model_validate(i) for i in page.items], next_cursor=page.next_cursor)

@@ -1,0 +1,104 @@
+"""Request and response bodies: camelCase JSON, unknown fields refused."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, EmailStr, Field, model_validator
+from pydantic.alias_generators import to_camel
+
+T = TypeVar("T")
+
+
+class CamelModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class LeadSource(StrEnum):
+    MANUAL = "manual"
+    MINISITE = "minisite"
+    FACEBOOK = "facebook"
+    INSTAGRAM = "instagram"
+    WHATSAPP = "whatsapp"
+    EMAIL = "email"
+    IMPORT = "import"
+    REFERRAL = "referral"
+    WALK_IN = "walk_in"
+    OTHER = "other"
+
+
+class CreateLeadBody(CamelModel):
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    email: EmailStr | None = None
+    phone: str | None = Field(default=None, min_length=3, max_length=32, pattern=r"^[0-9+()\-\s.]+$")
+    locale: str | None = Field(default=None, min_length=2, max_length=16)
+    note: str | None = Field(default=None, max_length=5000)
+    source: LeadSource = LeadSource.MANUAL
+    is_test: bool = False
+
+    @model_validator(mode="after")
+    def _someone_to_contact(self) -> CreateLeadBody:
+        if not (self.name or self.email or self.phone):
+            raise ValueError("a lead needs at least a name, an email or a phone")
+        return self
+
+
+class TimelineEntry(CamelModel):
+    id: uuid.UUID
+    kind: str
+    type: str
+    at: datetime
+    actor_user_id: uuid.UUID | None = None
+    from_status: str | None = None
+    to_status: str | None = None
+    payload: dict[str, Any] | None = None
+
+
+class Lead(CamelModel):
+    id: uuid.UUID
+    organization_id: uuid.UUID
+    name: str | None
+    email: str | None
+    phone: str | None
+    locale: str | None
+    note: str | None
+    source: str
+    status: str
+    pipeline_id: uuid.UUID
+    stage_id: uuid.UUID
+    campaign_id: uuid.UUID | None
+    assigned_to_user_id: uuid.UUID | None
+    is_test: bool
+    archived_at: datetime | None
+    trial_date: datetime | None
+    next_action_at: datetime | None
+    next_action_type: str | None
+    next_action_note: str | None
+    status_changed_at: datetime
+    created_at: datetime
+    updated_at: datetime
+
+
+class LeadDetail(Lead):
+    timeline: list[TimelineEntry]
+
+
+class Envelope(CamelModel, Generic[T]):
+    data: T
+
+
+class ListEnvelope(CamelModel, Generic[T]):
+    data: list[T]
+    next_cursor: str | None
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorEnvelope(BaseModel):
+    error: ErrorBody

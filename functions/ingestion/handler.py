@@ -1,0 +1,40 @@
+"""Ingestion consumer: SQS batches from the webhook receiver (Meta leadgen, WhatsApp) and SES inbound mail.
+
+Each record is handled on its own; a failure is reported back (ReportBatchItemFailures) so only that
+record is retried and, after maxReceiveCount, lands in the DLQ.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+logger = Logger(service="leadcrm")
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def describe(body: dict[str, Any]) -> dict[str, Any]:
+    """What a message is, in ids only (never PII) — the processors that act on it come with ingestion."""
+    if "kind" in body:
+        return {"kind": body["kind"], "receivedAt": body.get("receivedAt")}
+    if "Records" in body and body["Records"] and body["Records"][0].get("eventSource") == "aws:s3":
+        s3 = body["Records"][0]["s3"]
+        return {"kind": "email.inbound", "bucket": s3["bucket"]["name"], "key": s3["object"]["key"]}
+    if body.get("Event") == "s3:TestEvent":
+        return {"kind": "s3.test"}
+    raise ValueError("unrecognised ingestion message")
+
+
+def record_handler(record: SQSRecord) -> dict[str, Any]:
+    summary = describe(json.loads(record.body))
+    logger.info("ingestion message received", extra={"messageId": record.message_id, **summary})
+    return summary
+
+
+@logger.inject_lambda_context(clear_state=True)
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)

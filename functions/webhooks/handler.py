@@ -1,0 +1,79 @@
+"""Meta webhooks behind a Lambda function URL: verify, enqueue, nothing else.
+
+It touches no database and imports neither SQLAlchemy nor pydantic, so a cold start stays cheap and Meta
+gets its 200 within milliseconds. Everything that needs the database happens in the ingestion function.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from leadcrm.domain.meta_webhooks import handshake_challenge, signature_is_valid
+from webhooks.secrets import meta_secrets
+
+logger = Logger(service="leadcrm")
+
+# Function URL path -> the ingestion job that will process it.
+ROUTES = {"/webhooks/meta/leadgen": "meta.leadgen", "/webhooks/whatsapp": "whatsapp"}
+
+
+def _respond(status: int, body: dict[str, Any] | str) -> dict[str, Any]:
+    if isinstance(body, str):
+        return {"statusCode": status, "headers": {"content-type": "text/plain"}, "body": body}
+    return {"statusCode": status, "headers": {"content-type": "application/json"}, "body": json.dumps(body)}
+
+
+def _error(status: int, code: str, message: str) -> dict[str, Any]:
+    return _respond(status, {"error": {"code": code, "message": message}})
+
+
+def _raw_body(event: dict[str, Any]) -> bytes:
+    body = event.get("body") or ""
+    return base64.b64decode(body) if event.get("isBase64Encoded") else body.encode()
+
+
+def _enqueue(kind: str, payload: Any) -> str:
+    from leadcrm.adapters.aws import client
+
+    message = {"kind": kind, "receivedAt": datetime.now(UTC).isoformat(), "payload": payload}
+    response = client("sqs").send_message(
+        QueueUrl=os.environ["INGESTION_QUEUE_URL"],
+        MessageBody=json.dumps(message),
+        MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
+    )
+    return response["MessageId"]
+
+
+@logger.inject_lambda_context(clear_state=True)
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    path = event.get("rawPath", "")
+    method = event.get("requestContext", {}).get("http", {}).get("method", "")
+    kind = ROUTES.get(path)
+    if kind is None:
+        return _error(404, "ROUTE_NOT_FOUND", "No such route.")
+    secrets = meta_secrets()
+    if method == "GET":
+        challenge = handshake_challenge(event.get("queryStringParameters") or {}, secrets.verify_token)
+        if challenge is None:
+            return _error(403, "VERIFICATION_FAILED", "The verify token does not match.")
+        return _respond(200, challenge)
+    if method != "POST":
+        return _error(405, "METHOD_NOT_ALLOWED", "Use GET for the handshake and POST for notifications.")
+    raw = _raw_body(event)
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    if not signature_is_valid(secrets.app_secret, raw, headers.get("x-hub-signature-256")):
+        logger.warning("rejected webhook: bad signature", extra={"kind": kind})
+        return _error(401, "INVALID_SIGNATURE", "X-Hub-Signature-256 is missing or does not match.")
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return _error(400, "MALFORMED_JSON", "The body is not valid JSON.")
+    message_id = _enqueue(kind, payload)
+    logger.info("webhook enqueued", extra={"kind": kind, "messageId": message_id})
+    return _respond(200, {"received": True})
