@@ -1,0 +1,58 @@
+"""`make dev`: python -m infra.local [--port 8000] [--data-dir .local]"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from infra.local.stack import LOCAL_META_VERIFY_TOKEN, LocalStack
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Run LeadCRM on this machine.")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port on 127.0.0.1 (0 picks a free one)")
+    parser.add_argument("--data-dir", type=Path, default=Path(".local"), help="where PostgreSQL and keys live")
+    parser.add_argument("--cors-origin", default="*", help="the dashboard origin allowed by CORS")
+    parser.add_argument("--quiet", action="store_true", help="no access log")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    for noisy in ("werkzeug", "botocore", "alembic"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+    stack = LocalStack(args.data_dir.resolve(), args.port, args.cors_origin)
+    stack.start()
+    stack.server.quiet = args.quiet  # type: ignore[attr-defined]
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stack.server.shutdown).start())
+    _print_banner(stack)
+    try:
+        stack.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+
+
+def _print_banner(stack: LocalStack) -> None:
+    base = f"http://127.0.0.1:{stack.port}"
+    demo = stack.demo_organization()
+    org, coach = demo["organizationId"], demo["users"]["coach"]["token"]
+    lines = [
+        f"LeadCRM local stack on {base}  (OpenAPI: {base}/openapi.json)",
+        f"Demo organization {org}",
+        *(f"  {role:<6} userId={u['userId']}\n         token={u['token']}" for role, u in demo["users"].items()),
+        f"Webhook verify token: {LOCAL_META_VERIFY_TOKEN} (app secret: env META_APP_SECRET, default local-app-secret)",
+        "Try:",
+        f"  curl -s -X POST {base}/organizations/{org}/leads -H 'authorization: Bearer {coach}' "
+        "-H 'content-type: application/json' -d '{\"name\": \"Dana Cohen\", \"email\": \"dana@example.com\"}'",
+        "READY",
+    ]
+    print("\n".join(lines), flush=True)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

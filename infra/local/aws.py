@@ -1,0 +1,116 @@
+"""moto, in-process on 127.0.0.1, with the queues, bus, rule, bucket and SES identity that infra defines."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from moto.server import ThreadedMotoServer
+
+from infra.local.postgres import free_port
+
+REGION = "eu-west-1"
+ACCOUNT = "123456789012"  # moto's default account
+EVENT_BUS = "leadcrm-events"
+INGESTION_QUEUE = "leadcrm-ingestion"
+TASK_LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"
+INBOUND_BUCKET = "leadcrm-inbound-mail"
+INBOUND_PREFIX = "inbound/"
+MAIL_DOMAIN = "mail.leadcrm.local"
+# The rule infra puts on the bus: our own events and the platform's go to task_lifecycle.
+EVENT_PATTERN = {"source": [{"prefix": "leadcrm"}, {"prefix": "platform"}]}
+VISIBILITY_TIMEOUT_SECONDS = 10  # short locally, so a failed message is retried while you watch
+MAX_RECEIVE_COUNT = 3
+
+
+@dataclass(frozen=True)
+class LocalAws:
+    endpoint: str
+    queues: dict[str, str]  # name -> url
+
+    @property
+    def ingestion_queue_url(self) -> str:
+        return self.queues[INGESTION_QUEUE]
+
+    @property
+    def task_lifecycle_queue_url(self) -> str:
+        return self.queues[TASK_LIFECYCLE_QUEUE]
+
+
+def start_moto(port: int | None = None) -> tuple[ThreadedMotoServer, str]:
+    port = port or free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return server, f"http://127.0.0.1:{port}"
+
+
+def point_sdk_at(endpoint: str) -> None:
+    """Every boto3 client made in this process (ours and the functions') talks to moto."""
+    os.environ.update({
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    })
+
+
+def provision() -> LocalAws:
+    import boto3
+
+    session = boto3.session.Session(region_name=REGION)
+    sqs, events, s3, ses = (session.client(s) for s in ("sqs", "events", "s3", "sesv2"))
+    queues: dict[str, str] = {}
+    for name in (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE):
+        dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        queues[f"{name}-dlq"] = dlq_url
+        queues[name] = sqs.create_queue(QueueName=name, Attributes={
+            "VisibilityTimeout": str(VISIBILITY_TIMEOUT_SECONDS),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}),
+        })["QueueUrl"]
+
+    events.create_event_bus(Name=EVENT_BUS)
+    events.put_rule(Name="leadcrm-to-task-lifecycle", EventBusName=EVENT_BUS, EventPattern=json.dumps(EVENT_PATTERN))
+    events.put_targets(Rule="leadcrm-to-task-lifecycle", EventBusName=EVENT_BUS, Targets=[
+        {"Id": "task-lifecycle", "Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{TASK_LIFECYCLE_QUEUE}"}
+    ])
+
+    s3.create_bucket(Bucket=INBOUND_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_bucket_notification_configuration(Bucket=INBOUND_BUCKET, NotificationConfiguration={
+        "QueueConfigurations": [{
+            "QueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{INGESTION_QUEUE}",
+            "Events": ["s3:ObjectCreated:*"],
+            "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": INBOUND_PREFIX}]}},
+        }]
+    })
+    ses.create_email_identity(EmailIdentity=MAIL_DOMAIN)
+    return LocalAws(endpoint=os.environ["AWS_ENDPOINT_URL"], queues=queues)
+
+
+def sent_emails() -> list[dict[str, object]]:
+    """What SES has sent, oldest first, read from moto's in-process backend."""
+    from email import message_from_string, policy
+
+    from moto.ses.models import RawMessage, ses_backends
+
+    sent = []
+    for message in ses_backends[ACCOUNT][REGION].sent_messages:
+        if isinstance(message, RawMessage):
+            parsed = message_from_string(message.raw_data, policy=policy.default)
+            body = parsed.get_body(preferencelist=("plain",))
+            sent.append({
+                "messageId": message.id, "from": parsed["From"], "to": parsed.get_all("To", []),
+                "replyTo": parsed["Reply-To"], "subject": parsed["Subject"],
+                "headers": {k: str(v) for k, v in parsed.items()},
+                "text": body.get_content() if body is not None else None,
+            })
+        else:
+            destinations = getattr(message, "destinations", {}) or {}
+            sent.append({
+                "messageId": message.id, "from": message.source, "to": destinations.get("ToAddresses", []),
+                "replyTo": None, "subject": getattr(message, "subject", None), "headers": {},
+                "text": getattr(message, "body", None),
+            })
+    return sent

@@ -1,0 +1,109 @@
+"""HTTP on 127.0.0.1: requests become the events API Gateway and function URLs deliver to Lambda."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from infra.local.aws import ACCOUNT
+
+TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
+# Routes API Gateway serves without the JWT authorizer (see infra's api construct).
+PUBLIC_API_PREFIXES = ("/openapi.json", "/leads/organization/")
+
+
+def http_api_event(
+    method: str, raw_path: str, raw_query: str, headers: dict[str, str], body: bytes,
+    claims: dict[str, str] | None, source_ip: str = "127.0.0.1",
+) -> dict[str, Any]:
+    """An API Gateway HTTP API payload v2.0 event (also the function URL shape, which has no authorizer)."""
+    lowered: dict[str, str] = {}
+    for name, value in headers.items():
+        key = name.lower()
+        lowered[key] = f"{lowered[key]},{value}" if key in lowered else value
+    query: dict[str, str] = {}
+    for name, value in parse_qsl(raw_query, keep_blank_values=True):
+        query[name] = f"{query[name]},{value}" if name in query else value
+    content_type = lowered.get("content-type", "")
+    is_text = not body or content_type.startswith(TEXT_TYPES)
+    now = datetime.now(UTC)
+    context: dict[str, Any] = {
+        "accountId": ACCOUNT, "apiId": "local", "domainName": lowered.get("host", "127.0.0.1"),
+        "domainPrefix": "local", "requestId": str(uuid.uuid4()), "routeKey": "$default", "stage": "$default",
+        "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"), "timeEpoch": int(now.timestamp() * 1000),
+        "http": {"method": method, "path": raw_path, "protocol": "HTTP/1.1", "sourceIp": source_ip,
+                 "userAgent": lowered.get("user-agent", "")},
+    }
+    if claims is not None:
+        context["authorizer"] = {"jwt": {"claims": claims, "scopes": None}}
+    event: dict[str, Any] = {
+        "version": "2.0", "routeKey": "$default", "rawPath": raw_path, "rawQueryString": raw_query,
+        "headers": lowered, "requestContext": context, "isBase64Encoded": not is_text,
+    }
+    if "cookie" in lowered:
+        event["cookies"] = [c.strip() for c in lowered["cookie"].split(";")]
+    if query:
+        event["queryStringParameters"] = query
+    if body:
+        event["body"] = body.decode() if is_text else base64.b64encode(body).decode()
+    return event
+
+
+Route = Callable[[str, str, str, dict[str, str], bytes], tuple[int, dict[str, str], bytes]]
+
+
+def make_server(port: int, dispatch: Route) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _serve(self) -> None:
+            started = time.monotonic()
+            parts = urlsplit(self.path)
+            length = int(self.headers.get("content-length") or 0)
+            body = self.rfile.read(length) if length else b""
+            try:
+                status, headers, payload = dispatch(self.command, parts.path, parts.query, dict(self.headers), body)
+            except Exception as error:  # the stack itself broke: say so plainly
+                status, headers = 502, {"content-type": "application/json"}
+                payload = json.dumps({"message": f"local stack error: {error!r}"}).encode()
+            self.send_response(status)
+            for name, value in headers.items():
+                if name.lower() not in ("content-length", "connection"):
+                    self.send_header(name, value)
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            self.log_message('"%s %s" %s %.1fms', self.command, parts.path, status,
+                             (time.monotonic() - started) * 1000)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _serve
+
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            pass  # _serve logs one line per request, with its duration
+
+        def log_message(self, format: str, *args: Any) -> None:
+            if self.server.quiet:  # type: ignore[attr-defined]
+                return
+            super().log_message(format, *args)
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    server.quiet = False  # type: ignore[attr-defined]
+    return server
+
+
+def lambda_result(result: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    """A Lambda proxy result as an HTTP response."""
+    headers = {k: str(v) for k, v in (result.get("headers") or {}).items()}
+    for name, values in (result.get("multiValueHeaders") or {}).items():
+        headers[name] = ",".join(str(v) for v in values)
+    body = result.get("body") or ""
+    payload = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+    return int(result.get("statusCode", 200)), headers, payload

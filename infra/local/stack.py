@@ -1,0 +1,258 @@
+"""The whole product on one machine: PostgreSQL, moto, the four functions, pollers, a scheduler and HTTP."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import uuid
+from pathlib import Path
+from typing import Any
+
+from infra.local import aws
+from infra.local.auth import LocalAuthority
+from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_result, make_server
+from infra.local.lambdas import LocalLambdas
+from infra.local.pollers import QueuePoller, Scheduler
+from infra.local.postgres import LocalPostgres
+
+logger = logging.getLogger("leadcrm.local")
+
+# Local defaults for the Meta webhook secrets (README: Configuration). Override with the same env names.
+LOCAL_META_APP_SECRET = "local-app-secret"
+LOCAL_META_VERIFY_TOKEN = "local-verify-token"
+JOB_RATES_SECONDS = {"outbox_relay": 60}
+ROLES = ("owner", "admin", "coach", "member")
+JSON = {"content-type": "application/json"}
+
+Reply = tuple[int, dict[str, str], bytes]
+
+
+def _json(status: int, body: dict[str, Any]) -> Reply:
+    return status, dict(JSON), json.dumps(body, default=str).encode()
+
+
+def _error(status: int, code: str, message: str) -> Reply:
+    return _json(status, {"error": {"code": code, "message": message}})
+
+
+class LocalStack:
+    def __init__(self, data_dir: Path, port: int, cors_origin: str = "*") -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.cors_origin = cors_origin
+        self.postgres: LocalPostgres | None = None
+        self.lambdas = LocalLambdas()
+        self.authority = LocalAuthority(data_dir / "jwt-signing-key")
+        self.pollers: list[QueuePoller] = []
+        self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        database_url = os.environ.get("DATABASE_URL")
+        if not database_url:
+            self.postgres = LocalPostgres(self.data_dir / "postgres")
+            database_url = self.postgres.start()
+        self.moto, endpoint = aws.start_moto()
+        aws.point_sdk_at(endpoint)
+        os.environ["DATABASE_URL"] = database_url
+        os.environ.setdefault("DB_POOL_SIZE", "8")  # the HTTP threads and pollers share this process
+        os.environ.setdefault("META_APP_SECRET", LOCAL_META_APP_SECRET)
+        os.environ.setdefault("META_VERIFY_TOKEN", LOCAL_META_VERIFY_TOKEN)
+        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+        os.environ["EVENT_BUS_NAME"] = aws.EVENT_BUS
+        self.resources = aws.provision()
+        os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
+
+        from leadcrm.db.migrate import upgrade
+
+        upgrade()
+        self.lambdas.load()
+        self.pollers = [
+            QueuePoller(self.lambdas, "ingestion", self.resources.ingestion_queue_url),
+            QueuePoller(self.lambdas, "task_lifecycle", self.resources.task_lifecycle_queue_url),
+        ]
+        for thread in (*self.pollers, self.scheduler):
+            thread.start()
+        self.server = make_server(self.port, self.dispatch)
+        self.port = self.server.server_address[1]
+
+    def serve_forever(self) -> None:
+        self.server.serve_forever(poll_interval=0.2)
+
+    def stop(self) -> None:
+        for thread in (*self.pollers, self.scheduler):
+            thread.stop()
+        self.server.shutdown()
+        self.moto.stop()
+        if self.postgres:
+            self.postgres.stop()
+
+    # --- HTTP ------------------------------------------------------------------------------------------
+    def dispatch(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> Reply:
+        headers = {k.lower(): v for k, v in headers.items()}
+        if path.startswith("/_local/"):
+            return self.local_route(method, path, body)
+        if method == "OPTIONS":  # CORS preflight, answered by API Gateway itself
+            return 204, self._cors({"access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE,OPTIONS",
+                                    "access-control-allow-headers": "authorization,content-type,idempotency-key",
+                                    "access-control-max-age": "600"}), b""
+        if path.startswith("/webhooks/"):
+            event = http_api_event(method, path, query, headers, body, claims=None)
+            return lambda_result(self.lambdas.invoke("webhooks", event))
+        claims = None
+        if not path.startswith(PUBLIC_API_PREFIXES):
+            claims = self.authority.verify(headers.get("authorization"))
+            if claims is None:  # the JWT authorizer refuses before Lambda runs, in API Gateway's own words
+                return 401, self._cors(dict(JSON)), b'{"message":"Unauthorized"}'
+        event = http_api_event(method, path, query, headers, body, claims=claims)
+        status, reply_headers, payload = lambda_result(self.lambdas.invoke("api", event))
+        return status, self._cors(reply_headers), payload
+
+    def _cors(self, headers: dict[str, str]) -> dict[str, str]:
+        return {**headers, "access-control-allow-origin": self.cors_origin}
+
+    def local_route(self, method: str, path: str, body: bytes) -> Reply:
+        route = LOCAL_ROUTES.get((method, path))
+        if route is None:
+            return _error(404, "ROUTE_NOT_FOUND", f"No local route {method} {path}.")
+        if path == "/_local/email":
+            return route(self, body)
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            return _error(400, "MALFORMED_JSON", "The body is not valid JSON.")
+        if not isinstance(data, dict):
+            return _error(400, "VALIDATION_FAILED", "The body must be a JSON object.")
+        return route(self, data)
+
+    def demo_organization(self) -> dict[str, Any]:
+        """The demo organization of earlier runs (kept in the data dir), or a new one."""
+        from sqlalchemy import select
+
+        from leadcrm.db.engine import get_engine
+        from leadcrm.db.tables import organizations, users
+        from leadcrm.ids import parse_uuid
+
+        saved = self.data_dir / "demo.json"
+        if saved.exists():
+            demo = json.loads(saved.read_text())
+            with get_engine().connect() as conn:
+                found = conn.execute(select(organizations.c.id).where(
+                    organizations.c.id == parse_uuid(demo["organizationId"]))).first()
+                people = conn.execute(select(users.c.id, users.c.auth_subject, users.c.email).where(
+                    users.c.id.in_([parse_uuid(u["userId"]) for u in demo["users"].values()]))).all()
+            if found and len(people) == len(demo["users"]):
+                by_id = {str(p.id): p for p in people}
+                for user in demo["users"].values():  # fresh tokens: old ones may have expired
+                    person = by_id[user["userId"]]
+                    user["token"] = self.authority.issue(person.auth_subject, person.email)
+                return demo
+        demo = json.loads(self.create_org({"name": "Demo Studio"})[2])["data"]
+        saved.write_text(json.dumps(demo, indent=2))
+        return demo
+
+    # --- local-only routes -----------------------------------------------------------------------------
+    def create_org(self, data: dict[str, Any]) -> Reply:
+        from leadcrm.db.engine import get_engine
+        from leadcrm.domain.access import Role
+        from leadcrm.services.directory import add_membership, create_organization, create_user
+
+        name = str(data.get("name") or "Demo Studio")
+        suffix = uuid.uuid4().hex[:8]
+        users: dict[str, dict[str, str]] = {}
+        with get_engine().begin() as conn:
+            organization_id = create_organization(conn, name)
+            for role in ROLES:
+                subject, email = str(uuid.uuid4()), f"{role}+{suffix}@demo.leadcrm.local"
+                user_id = create_user(conn, auth_subject=subject, email=email, first_name=role.title(),
+                                      last_name="Demo")
+                add_membership(conn, organization_id, user_id, Role(role))
+                users[role] = {"userId": str(user_id), "token": self.authority.issue(subject, email)}
+        return _json(201, {"data": {"organizationId": str(organization_id), "name": name, "users": users}})
+
+    def create_local_user(self, data: dict[str, Any]) -> Reply:
+        from sqlalchemy import select
+
+        from leadcrm.db.engine import get_engine
+        from leadcrm.db.tables import organizations
+        from leadcrm.domain.access import Role
+        from leadcrm.ids import parse_uuid
+        from leadcrm.services.directory import add_membership, create_user
+
+        role = data.get("role", "member")
+        if role not in ROLES:
+            return _error(400, "VALIDATION_FAILED", f"role must be one of {', '.join(ROLES)}.")
+        organization_id = None
+        if data.get("organizationId") is not None:
+            organization_id = parse_uuid(str(data["organizationId"]))
+        subject = str(uuid.uuid4())
+        email = data.get("email") or f"user+{subject[:8]}@demo.leadcrm.local"
+        with get_engine().begin() as conn:
+            if data.get("organizationId") is not None and (organization_id is None or conn.execute(
+                select(organizations.c.id).where(organizations.c.id == organization_id)
+            ).first() is None):
+                return _error(404, "ORGANIZATION_NOT_FOUND", "No such organization.")
+            user_id = create_user(conn, auth_subject=subject, email=email, first_name=data.get("firstName"),
+                                  last_name=data.get("lastName"))
+            if organization_id is not None:
+                add_membership(conn, organization_id, user_id, Role(role))
+        return _json(201, {"data": {"userId": str(user_id), "token": self.authority.issue(subject, email)}})
+
+    def deliver_email(self, raw: bytes) -> Reply:
+        from leadcrm.adapters.aws import client
+
+        if not raw.strip():
+            return _error(400, "VALIDATION_FAILED", "Send a raw RFC 822 message as the body.")
+        key = f"{aws.INBOUND_PREFIX}{uuid.uuid4()}"
+        client("s3").put_object(Bucket=aws.INBOUND_BUCKET, Key=key, Body=raw)
+        return _json(202, {"data": {"bucket": aws.INBOUND_BUCKET, "key": key}})
+
+    def list_sent_emails(self, data: dict[str, Any]) -> Reply:
+        return _json(200, {"data": aws.sent_emails()})
+
+    def put_event(self, data: dict[str, Any]) -> Reply:
+        from leadcrm.adapters.aws import client
+
+        if not isinstance(data.get("detailType"), str) or not isinstance(data.get("detail"), dict):
+            return _error(400, "VALIDATION_FAILED", "Send {detailType: string, detail: object, source?: string}.")
+        source = str(data.get("source") or "platform.local")
+        response = client("events").put_events(Entries=[{
+            "EventBusName": aws.EVENT_BUS, "Source": source, "DetailType": data["detailType"],
+            "Detail": json.dumps(data["detail"]),
+        }])
+        return _json(202, {"data": {"eventId": response["Entries"][0].get("EventId")}})
+
+    def tick(self, data: dict[str, Any]) -> Reply:
+        job = data.get("job")
+        if job is not None and job not in JOB_RATES_SECONDS:
+            return _error(400, "UNKNOWN_JOB", f"job must be one of {', '.join(JOB_RATES_SECONDS)}.")
+        return _json(200, {"data": self.scheduler.run_now(job)})
+
+    def idle(self, data: dict[str, Any]) -> Reply:
+        from leadcrm.adapters.aws import client
+        from leadcrm.db.engine import get_engine
+        from leadcrm.services.outbox import unpublished_count
+
+        sqs = client("sqs")
+        waiting = {}
+        for name in (aws.INGESTION_QUEUE, aws.TASK_LIFECYCLE_QUEUE):
+            attributes = sqs.get_queue_attributes(QueueUrl=self.resources.queues[name], AttributeNames=[
+                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+            waiting[name] = sum(int(v) for v in attributes.values())
+        with get_engine().connect() as conn:
+            unpublished = unpublished_count(conn)
+        busy = [p.function for p in self.pollers if p.busy]
+        idle = not busy and not any(waiting.values()) and unpublished == 0
+        return _json(200, {"data": {"idle": idle, "queues": waiting, "busy": busy, "unpublishedEvents": unpublished}})
+
+
+LOCAL_ROUTES = {
+    ("POST", "/_local/orgs"): LocalStack.create_org,
+    ("POST", "/_local/users"): LocalStack.create_local_user,
+    ("POST", "/_local/email"): LocalStack.deliver_email,
+    ("GET", "/_local/sent-emails"): LocalStack.list_sent_emails,
+    ("POST", "/_local/events"): LocalStack.put_event,
+    ("POST", "/_local/tick"): LocalStack.tick,
+    ("GET", "/_local/idle"): LocalStack.idle,
+}
