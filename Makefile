@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 PORT ?= 8000
 export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/core/python:$(CURDIR)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 .PHONY: install dev test test-unit test-integration test-infra test-e2e lint openapi synth migrate clean
 

@@ -1,0 +1,99 @@
+"""LeadCRM CDK app: one stack, ``LeadCrmStack``, checked by cdk-nag's AwsSolutions rules.
+
+Synthesize (offline, no Docker, no CDK CLI needed), from the repository root::
+
+    .venv/bin/python infra/app.py          # writes cdk.out/LeadCrmStack.template.json and the assets
+
+Deploy with the CDK CLI (it runs ``python3 infra/app.py`` from ``cdk.json``; the Python environment
+must have aws-cdk-lib and cdk-nag installed)::
+
+    npx aws-cdk deploy LeadCrmStack \\
+        -c jwtIssuer=https://<your-issuer> -c jwtAudience=<audience> \\
+        -c dashboardOrigin=https://<dashboard-host>
+
+Context values (defaults in ``cdk.json``, override with ``-c key=value``):
+
+- ``jwtIssuer``, ``jwtAudience``: the OIDC issuer URL and audience the HTTP API's JWT authorizer accepts;
+- ``dashboardOrigin``: the origin allowed by CORS;
+- ``databaseDeletionProtection`` (default ``true``): set ``false`` for a throwaway stack you mean to
+  destroy (the cluster is still snapshotted on delete).
+
+After the first deploy, store the Meta app secret in the ``MetaSecret`` secret (``appSecret``); until
+then every webhook signature check fails.
+
+Every cdk-nag finding is an error that fails synthesis: with the recommended feature flag
+``@aws-cdk/core:annotationsInValidationReport`` (cdk.json), ``app.synth()`` raises and writes
+``cdk.out/validation-report.json``; should the flag be turned off, this script still lists error
+annotations and exits 1. Accepted findings are suppressed in code next to the resource they concern,
+each with its reason.
+"""
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # run as a script: ``python3 infra/app.py`` puts infra/ first, not the root
+    sys.path.insert(0, str(REPO_ROOT))
+
+import aws_cdk as cdk  # noqa: E402
+from aws_cdk import cx_api as cxapi  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
+
+from infra.config import LeadCrmConfig  # noqa: E402
+from infra.stacks import LeadCrmStack  # noqa: E402
+
+STACK_NAME = "LeadCrmStack"
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """The ``context`` of cdk.json, so that running this file directly synthesizes what the CLI would."""
+    import json
+
+    cdk_json = REPO_ROOT / "cdk.json"
+    if not cdk_json.exists():
+        return {}
+    return dict(json.loads(cdk_json.read_text()).get("context", {}))
+
+
+def build_app(*, context: dict[str, Any] | None = None, outdir: str | None = None) -> tuple[cdk.App, LeadCrmStack]:
+    """Build the app and its stack without synthesizing.
+
+    ``context`` overrides cdk.json; under the CDK CLI, ``-c`` values override both. Without ``outdir``
+    and outside the CLI, CDK synthesizes into a temporary directory (what tests want).
+    """
+    app = cdk.App(context={**cdk_json_context(), **(context or {})}, outdir=outdir)
+    stack = LeadCrmStack(
+        app,
+        STACK_NAME,
+        config=LeadCrmConfig.from_context(app),
+        description="LeadCRM: lead management API, ingestion and task lifecycle (Lambda + Aurora PostgreSQL)",
+    )
+    # AWS::RDS::DBProxyTargetGroup has no Tags property, although CDK considers it taggable.
+    cdk.Tags.of(app).add("project", "leadcrm", exclude_resource_types=["AWS::RDS::DBProxyTargetGroup"])
+    cdk.Aspects.of(app).add(AwsSolutionsChecks(verbose=True))
+    return app, stack
+
+
+def main() -> int:
+    under_cli = "CDK_OUTDIR" in os.environ
+    # The CDK CLI tells the app where to write; run directly, write ./cdk.out as the CLI would.
+    app, _ = build_app(outdir=None if under_cli else str(REPO_ROOT / "cdk.out"))
+    assembly = app.synth()
+    if under_cli:
+        return 0  # the CLI reports annotations itself (and fails on errors unless --ignore-errors)
+    errors = [
+        f"{message.id}: {message.entry.data}"
+        for stack in assembly.stacks
+        for message in stack.messages
+        if message.level == cxapi.SynthesisMessageLevel.ERROR
+    ]
+    for error in errors:
+        print(f"[error] {error}", file=sys.stderr)
+    print(f"synthesized {len(assembly.stacks)} stack(s) into {assembly.directory}; {len(errors)} error(s)")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""One construct per capability of the LeadCRM deployment.
+
+(Named ``leadcrm_constructs`` because ``constructs`` is the CDK base library itself.)
+"""
+
+from infra.leadcrm_constructs.core_layer import CoreLayer
+from infra.leadcrm_constructs.database import Database
+from infra.leadcrm_constructs.domain_events import DomainEvents
+from infra.leadcrm_constructs.functions import LambdaFunctions
+from infra.leadcrm_constructs.http_api import ApiSettings, LeadCrmApi
+from infra.leadcrm_constructs.messaging import Messaging, WorkQueue
+from infra.leadcrm_constructs.network import Network
+from infra.leadcrm_constructs.observability import Observability
+from infra.leadcrm_constructs.schedules import Schedules
+from infra.leadcrm_constructs.webhook_ingress import WebhookIngress
+
+__all__ = [
+    "ApiSettings",
+    "CoreLayer",
+    "Database",
+    "DomainEvents",
+    "LambdaFunctions",
+    "LeadCrmApi",
+    "Messaging",
+    "Network",
+    "Observability",
+    "Schedules",
+    "WebhookIngress",
+    "WorkQueue",
+]

@@ -1,0 +1,173 @@
+"""Functions: the four Lambda functions, built from one code asset rooted at ``functions/``.
+
+Every function gets the same runtime, architecture, core layer, tracing, log retention and Powertools
+settings; only the handler, size and network placement differ (``FUNCTION_SPECS``). The constructs of
+the other capabilities wire themselves to these functions: each one grants its own permissions and
+sets the environment variables that point at its resources, so a capability can be read (and later
+removed) in one file. The variables the code reads, and who sets them:
+
+- all four: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
+- api, ingestion, task_lifecycle: ``DB_AUTH_MODE``, ``DB_HOST``, ``DB_PORT``, ``DB_NAME``, ``DB_USER``,
+  ``DB_SECRET_ARN`` (``Database``) and ``EVENT_BUS_NAME`` (``DomainEvents``);
+- webhooks: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN`` (``WebhookIngress``).
+"""
+
+from dataclasses import dataclass
+
+from aws_cdk import Duration
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from cdk_nag import NagSuppressions
+from constructs import Construct
+
+from infra.leadcrm_constructs._paths import ASSET_EXCLUDES, FUNCTIONS_DIR
+from infra.leadcrm_constructs.core_layer import ARCHITECTURE, RUNTIME, CoreLayer
+from infra.leadcrm_constructs.network import Network
+
+POWERTOOLS_ENVIRONMENT = {
+    "POWERTOOLS_SERVICE_NAME": "leadcrm",
+    "POWERTOOLS_METRICS_NAMESPACE": "LeadCRM",
+    "LOG_LEVEL": "INFO",
+}
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """What differs between our functions."""
+
+    construct_id: str
+    handler: str
+    description: str
+    memory_size: int
+    timeout: Duration
+    in_vpc: bool
+    reserved_concurrency: int | None = None
+
+
+API = FunctionSpec(
+    construct_id="Api",
+    handler="api.handler.lambda_handler",
+    description="LeadCRM HTTP API (dashboard and public capture)",
+    memory_size=512,
+    timeout=Duration.seconds(10),
+    in_vpc=True,
+)
+# Outside the VPC: it touches no database, it only verifies signatures (a secret) and enqueues (SQS).
+# Reserved concurrency caps what a flood of webhook calls can take from the account's concurrency.
+WEBHOOKS = FunctionSpec(
+    construct_id="Webhooks",
+    handler="webhooks.handler.lambda_handler",
+    description="LeadCRM Meta and WhatsApp webhook receiver: verify, enqueue, nothing else",
+    memory_size=256,
+    timeout=Duration.seconds(5),
+    in_vpc=False,
+    reserved_concurrency=20,
+)
+INGESTION = FunctionSpec(
+    construct_id="Ingestion",
+    handler="ingestion.handler.lambda_handler",
+    description="LeadCRM ingestion queue consumer (Meta leads, WhatsApp referrals, email, CSV)",
+    memory_size=512,
+    timeout=Duration.seconds(30),
+    in_vpc=True,
+)
+TASK_LIFECYCLE = FunctionSpec(
+    construct_id="TaskLifecycle",
+    handler="task_lifecycle.handler.lambda_handler",
+    description="LeadCRM domain event consumer and scheduled jobs",
+    memory_size=512,
+    timeout=Duration.seconds(30),
+    in_vpc=True,
+)
+FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, TASK_LIFECYCLE)
+
+
+class LambdaFunctions(Construct):
+    """The api, webhooks, ingestion and task_lifecycle functions."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        network: Network,
+        core_layer: CoreLayer,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._network = network
+        self._layer = core_layer.layer
+        self._log_retention = log_retention
+        # One asset object: CDK uploads the directory once and every function points at it.
+        self._code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
+
+        self.api = self._function(API)
+        self.webhooks = self._function(WEBHOOKS)
+        self.ingestion = self._function(INGESTION)
+        self.task_lifecycle = self._function(TASK_LIFECYCLE)
+
+        NagSuppressions.add_resource_suppressions(
+            self,
+            [
+                {
+                    "id": "AwsSolutions-IAM4",
+                    "reason": "AWSLambdaBasicExecutionRole (write own logs) and AWSLambdaVPCAccessExecutionRole "
+                    "(manage the function's ENIs) are the AWS-maintained minimum for a Lambda function; "
+                    "the ENI actions have no resource-level scoping that a custom policy could improve on.",
+                    "applies_to": [
+                        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole",
+                        "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole",
+                    ],
+                },
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "Active tracing: xray:PutTraceSegments and xray:PutTelemetryRecords do not support "
+                    "resource-level permissions, so they can only be granted on '*'.",
+                    "applies_to": ["Resource::*"],
+                },
+                {
+                    "id": "AwsSolutions-L1",
+                    "reason": "Python 3.12 is the runtime the design pins for every function and layer (the code "
+                    "and its wheels are built and tested for it); moving runtime is a deliberate change.",
+                },
+            ],
+            apply_to_children=True,
+        )
+
+    @property
+    def database_clients(self) -> list[lambda_.Function]:
+        """Functions that run core services against Aurora and publish domain events."""
+        return [self.api, self.ingestion, self.task_lifecycle]
+
+    @property
+    def all(self) -> list[lambda_.Function]:
+        return [self.api, self.webhooks, self.ingestion, self.task_lifecycle]
+
+    def _function(self, spec: FunctionSpec) -> lambda_.Function:
+        log_group = logs.LogGroup(self, f"{spec.construct_id}Logs", retention=self._log_retention)
+        vpc_placement = (
+            {
+                "vpc": self._network.vpc,
+                "vpc_subnets": self._network.isolated_subnets,
+                "security_groups": [self._network.lambda_security_group],
+            }
+            if spec.in_vpc
+            else {}
+        )
+        return lambda_.Function(
+            self,
+            spec.construct_id,
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            code=self._code,
+            handler=spec.handler,
+            layers=[self._layer],
+            memory_size=spec.memory_size,
+            timeout=spec.timeout,
+            reserved_concurrent_executions=spec.reserved_concurrency,
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            environment=dict(POWERTOOLS_ENVIRONMENT),
+            **vpc_placement,
+        )

@@ -1,0 +1,72 @@
+"""Schedules: EventBridge Scheduler jobs run by the task_lifecycle function.
+
+Each schedule invokes the function with ``{"job": "<name>"}``; the handler dispatches on ``job``.
+Jobs are idempotent and frequent, so a missed or failed run is simply done by the next one: the
+target does not retry, which would only pile stale runs on top of fresh ones.
+"""
+
+from aws_cdk import Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as scheduler_targets
+from cdk_nag import NagSuppressions
+from constructs import Construct
+
+OUTBOX_RELAY_JOB = "outbox_relay"
+
+
+class Schedules(Construct):
+    """Scheduled jobs: the outbox relay every minute (digests and sweeps join it later)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
+        super().__init__(scope, construct_id)
+        self._task_lifecycle = task_lifecycle
+        # One role for all jobs: Scheduler, for schedules of this account only, may invoke task_lifecycle.
+        self.role = iam.Role(
+            self,
+            "InvokeRole",
+            description="EventBridge Scheduler invokes the LeadCRM task_lifecycle function",
+            assumed_by=iam.ServicePrincipal(
+                "scheduler.amazonaws.com",
+                conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+            ),
+        )
+        self.outbox_relay = self._job(
+            "OutboxRelay",
+            job=OUTBOX_RELAY_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+            description="Re-publish outbox events left behind after commit",
+        )
+
+        # after the jobs: their grants create the role's policy, and suppressions reach existing children only
+        NagSuppressions.add_resource_suppressions(
+            self.role,
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "grant_invoke allows lambda:InvokeFunction on the task_lifecycle function and its "
+                    "qualified ARNs (versions and aliases, the ':*' suffix); no other function.",
+                    "applies_to": [
+                        {"regex": "/^Resource::<.*TaskLifecycle.*\\.Arn>:\\*$/"},
+                    ],
+                }
+            ],
+            apply_to_children=True,
+        )
+
+    def _job(
+        self, construct_id: str, *, job: str, every: scheduler.ScheduleExpression, description: str
+    ) -> scheduler.Schedule:
+        return scheduler.Schedule(
+            self,
+            construct_id,
+            schedule=every,
+            description=description,
+            target=scheduler_targets.LambdaInvoke(
+                self._task_lifecycle,
+                input=scheduler.ScheduleTargetInput.from_object({"job": job}),
+                role=self.role,
+                retry_attempts=0,
+            ),
+        )

@@ -1,0 +1,64 @@
+"""The LeadCRM stack: composes the capability constructs and wires them to the functions.
+
+Reading order follows the data flow of DESIGN.md: network and database, the functions, then what
+feeds them (queues, events, schedules, the HTTP API, webhooks) and what watches them.
+"""
+
+from aws_cdk import CfnOutput, Stack
+from constructs import Construct
+
+from infra.config import LeadCrmConfig
+from infra.leadcrm_constructs import (
+    CoreLayer,
+    Database,
+    DomainEvents,
+    LambdaFunctions,
+    LeadCrmApi,
+    Messaging,
+    Network,
+    Observability,
+    Schedules,
+    WebhookIngress,
+)
+
+
+class LeadCrmStack(Stack):
+    def __init__(self, scope: Construct, construct_id: str, *, config: LeadCrmConfig, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+
+        network = Network(self, "Network")
+        core_layer = CoreLayer(self, "CoreLayer")
+        functions = LambdaFunctions(self, "Functions", network=network, core_layer=core_layer)
+
+        self.database = Database(
+            self,
+            "Database",
+            network=network,
+            clients=functions.database_clients,
+            deletion_protection=config.database_deletion_protection,
+        )
+        messaging = Messaging(
+            self,
+            "Messaging",
+            ingestion_consumer=functions.ingestion,
+            ingestion_producers=[functions.webhooks],
+            task_lifecycle_consumer=functions.task_lifecycle,
+        )
+        domain_events = DomainEvents(
+            self,
+            "DomainEvents",
+            publishers=functions.database_clients,
+            task_lifecycle_queue=messaging.task_lifecycle,
+        )
+        Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
+        api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
+        webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
+        Observability(self, "Observability", functions=functions.all, work_queues=messaging.work_queues)
+
+        self.functions = functions
+        self.messaging = messaging
+        self.domain_events = domain_events
+
+        CfnOutput(self, "ApiUrl", value=api.url, description="HTTP API base URL")
+        CfnOutput(self, "WebhookUrl", value=webhooks.url, description="Meta/WhatsApp webhook callback URL")
+        CfnOutput(self, "EventBusName", value=domain_events.bus.event_bus_name, description="Domain event bus")

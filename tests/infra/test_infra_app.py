@@ -1,0 +1,81 @@
+"""The app as a whole: cdk-nag, context handling, outputs, alarms and the code assets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk.assertions import Annotations, Match, Template
+
+from infra.config import LeadCrmConfig
+
+
+def test_cdk_nag_reports_no_unsuppressed_errors(stack: Any, template: Template) -> None:
+    annotations = Annotations.from_stack(stack)
+    errors = annotations.find_error("*", Match.string_like_regexp("AwsSolutions-.*"))
+    assert [f"{e.id}: {e.entry.data}" for e in errors] == []
+    warnings = annotations.find_warning("*", Match.string_like_regexp("AwsSolutions-.*|CdkNagValidationFailure.*"))
+    assert [f"{w.id}: {w.entry.data}" for w in warnings] == []
+
+
+def test_context_values_and_overrides() -> None:
+    app = cdk.App(
+        context={
+            "jwtIssuer": "https://clerk.example.org",
+            "jwtAudience": "dash",
+            "dashboardOrigin": "https://app.example.org",
+            "databaseDeletionProtection": "false",  # -c passes strings
+        }
+    )
+    config = LeadCrmConfig.from_context(app)
+    assert config.api.jwt_issuer == "https://clerk.example.org"
+    assert config.api.jwt_audience == "dash"
+    assert config.api.dashboard_origin == "https://app.example.org"
+    assert config.database_deletion_protection is False
+
+
+def test_missing_issuer_is_an_error_not_a_silent_default() -> None:
+    with pytest.raises(ValueError, match="jwtIssuer"):
+        LeadCrmConfig.from_context(cdk.App(context={"jwtAudience": "a", "dashboardOrigin": "http://x"}))
+
+
+def test_outputs(template: Template) -> None:
+    outputs = template.to_json()["Outputs"]
+    assert {"ApiUrl", "WebhookUrl", "EventBusName"} <= set(outputs)
+
+
+def test_alarms_on_dlqs_errors_and_throttles(resources: dict[str, Any], function_ids: dict[str, str]) -> None:
+    alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    for alarm in alarms:
+        assert alarm["Threshold"] == 0
+        assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
+    dlq_alarms = [a for a in alarms if a["MetricName"] == "ApproximateNumberOfMessagesVisible"]
+    assert len(dlq_alarms) == 2
+    for name in ("Errors", "Throttles"):
+        alarmed = {
+            a["Dimensions"][0]["Value"]["Ref"]
+            for a in alarms
+            if a["MetricName"] == name and a["Namespace"] == "AWS/Lambda"
+        }
+        assert alarmed == set(function_ids.values())
+
+
+def test_code_assets_leave_interpreter_caches_behind(app_and_stack: tuple[Any, Any], resources: dict[str, Any]) -> None:
+    app, stack = app_and_stack
+    assembly = app.synth()  # already synthesized for the template: returns the same assembly
+    manifest = json.loads((Path(assembly.directory) / f"{stack.artifact_id}.assets.json").read_text())
+    source_of = {asset_hash: asset["source"]["path"] for asset_hash, asset in manifest["files"].items()}
+    python_keys = {
+        (r["Properties"].get("Code") or r["Properties"]["Content"])["S3Key"]
+        for r in resources.values()
+        if (r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Runtime") == "python3.12")
+        or r["Type"] == "AWS::Lambda::LayerVersion"
+    }
+    asset_dirs = {Path(assembly.directory) / source_of[key.removesuffix(".zip")] for key in python_keys}
+    assert len(asset_dirs) == 2  # the functions/ asset and the core layer
+    for directory in asset_dirs:
+        assert directory.is_dir()
+        assert not list(directory.rglob("__pycache__")) and not list(directory.rglob("*.pyc"))

@@ -1,0 +1,141 @@
+"""The four functions: handlers, runtime, placement, environment and least-privilege grants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+HANDLERS = {
+    "api": "api.handler.lambda_handler",
+    "webhooks": "webhooks.handler.lambda_handler",
+    "ingestion": "ingestion.handler.lambda_handler",
+    "task_lifecycle": "task_lifecycle.handler.lambda_handler",
+}
+DATABASE_FUNCTIONS = ("api", "ingestion", "task_lifecycle")
+POWERTOOLS = {
+    "POWERTOOLS_SERVICE_NAME": "leadcrm",
+    "POWERTOOLS_METRICS_NAMESPACE": "LeadCRM",
+    "LOG_LEVEL": "INFO",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "memory", "timeout"),
+    [("api", 512, 10), ("webhooks", 256, 5), ("ingestion", 512, 30), ("task_lifecycle", 512, 30)],
+)
+def test_function_runtime_and_size(template: Template, name: str, memory: int, timeout: int) -> None:
+    template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": HANDLERS[name],
+            "Runtime": "python3.12",
+            "Architectures": ["arm64"],
+            "MemorySize": memory,
+            "Timeout": timeout,
+            "TracingConfig": {"Mode": "Active"},
+            "Layers": [{"Ref": Match.string_like_regexp("^CoreLayer")}],
+            "Environment": {"Variables": Match.object_like(POWERTOOLS)},
+            "LoggingConfig": {"LogGroup": Match.any_value()},
+        },
+    )
+
+
+def test_exactly_four_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
+    ours = [
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Runtime") == "python3.12"
+    ]
+    assert sorted(r["Properties"]["Handler"] for r in ours) == sorted(HANDLERS.values())
+    assert len({r["Properties"]["Code"]["S3Key"] for r in ours}) == 1
+
+
+def test_core_layer_is_python312_arm64(template: Template) -> None:
+    template.resource_count_is("AWS::Lambda::LayerVersion", 1)
+    template.has_resource_properties(
+        "AWS::Lambda::LayerVersion", {"CompatibleRuntimes": ["python3.12"], "CompatibleArchitectures": ["arm64"]}
+    )
+
+
+@pytest.mark.parametrize("name", DATABASE_FUNCTIONS)
+def test_database_functions_run_in_isolated_subnets_with_db_settings(
+    resources: dict[str, Any], function_ids: dict[str, str], name: str
+) -> None:
+    properties = resources[function_ids[name]]["Properties"]
+    assert len(properties["VpcConfig"]["SubnetIds"]) == 2
+    variables = properties["Environment"]["Variables"]
+    assert variables["DB_AUTH_MODE"] == "iam"
+    assert variables["DB_HOST"] == {"Fn::GetAtt": [_single(resources, "AWS::RDS::DBProxy"), "Endpoint"]}
+    assert variables["DB_PORT"] == "5432"
+    assert variables["DB_NAME"] == "leadcrm"
+    assert variables["DB_USER"] == "leadcrm_admin"
+    assert variables["DB_SECRET_ARN"] == {"Ref": _single(resources, "AWS::SecretsManager::SecretTargetAttachment")}
+    assert variables["EVENT_BUS_NAME"] == {"Ref": _single(resources, "AWS::Events::EventBus")}
+
+
+def test_webhooks_function_is_outside_the_vpc_with_reserved_concurrency(
+    resources: dict[str, Any], function_ids: dict[str, str]
+) -> None:
+    properties = resources[function_ids["webhooks"]]["Properties"]
+    assert "VpcConfig" not in properties
+    assert properties["ReservedConcurrentExecutions"] == 20
+    variables = properties["Environment"]["Variables"]
+    assert variables["INGESTION_QUEUE_URL"]["Ref"].startswith("MessagingIngestionQueue")
+    assert variables["META_SECRET_ARN"]["Ref"].startswith("WebhookIngressMetaSecret")
+    assert not any(key.startswith("DB_") for key in variables)
+
+
+def test_webhooks_function_url_has_no_aws_auth(template: Template, function_ids: dict[str, str]) -> None:
+    template.resource_count_is("AWS::Lambda::Url", 1)
+    template.has_resource_properties(
+        "AWS::Lambda::Url",
+        {"AuthType": "NONE", "TargetFunctionArn": {"Fn::GetAtt": [function_ids["webhooks"], "Arn"]}},
+    )
+
+
+def test_meta_secret_is_a_generated_placeholder(template: Template) -> None:
+    template.has_resource_properties(
+        "AWS::SecretsManager::Secret",
+        {
+            "GenerateSecretString": {
+                "SecretStringTemplate": Match.string_like_regexp('"appSecret"'),
+                "GenerateStringKey": "verifyToken",
+            }
+        },
+    )
+
+
+@pytest.mark.parametrize("name", DATABASE_FUNCTIONS)
+def test_database_functions_get_only_what_they_use(policy_actions: dict[str, set[str]], name: str) -> None:
+    assert {"rds-db:connect", "events:PutEvents", "secretsmanager:GetSecretValue"} <= policy_actions[name]
+    assert "sqs:SendMessage" not in policy_actions[name]
+
+
+def test_only_consumers_receive_and_only_webhooks_sends(policy_actions: dict[str, set[str]]) -> None:
+    assert "sqs:ReceiveMessage" in policy_actions["ingestion"]
+    assert "sqs:ReceiveMessage" in policy_actions["task_lifecycle"]
+    assert "sqs:ReceiveMessage" not in policy_actions["api"]
+    assert "sqs:SendMessage" in policy_actions["webhooks"]
+    assert not {"rds-db:connect", "events:PutEvents"} & policy_actions["webhooks"]
+
+
+def test_rds_connect_is_scoped_to_the_proxy_and_user(resources: dict[str, Any]) -> None:
+    statements = [
+        statement
+        for resource in resources.values()
+        if resource["Type"] == "AWS::IAM::Policy"
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        if statement["Action"] == "rds-db:connect"
+    ]
+    assert len(statements) == len(DATABASE_FUNCTIONS)
+    for statement in statements:
+        parts = statement["Resource"]["Fn::Join"][1]
+        assert parts[-1] == "/leadcrm_admin"
+        assert ":dbuser:" in parts
+
+
+def _single(resources: dict[str, Any], resource_type: str) -> str:
+    (logical_id,) = [key for key, resource in resources.items() if resource["Type"] == resource_type]
+    return logical_id
