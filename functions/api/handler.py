@@ -13,6 +13,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -24,6 +25,27 @@ logger = Logger(service="leadcrm")
 # A response that breaks its own schema is our bug: a 500, never blamed on the request.
 app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
 app.include_router(leads.router)
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
+    """Every body we accept is a JSON object. The resolver would otherwise take the first element of an
+    array as the body (a silent partial create), so anything else is refused before validation."""
+    event = app.current_event
+    if event.http_method in BODY_METHODS and event.body and "json" in (event.headers.get("content-type") or "json"):
+        try:
+            body = event.json_body
+        except ValueError:
+            body = None  # malformed JSON: the validator answers MALFORMED_JSON
+        else:
+            if not isinstance(body, dict):
+                return json_response(400, {"error": {"code": "VALIDATION_FAILED",
+                                                     "message": "The body must be a JSON object."}})
+    return next_middleware(app)
+
+
+app.use(middlewares=[require_object_body])
 
 
 @cache

@@ -1,0 +1,65 @@
+"""The ingestion consumer: each SQS record on its own; only the records that fail are handed back."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+
+import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+
+from tests.support.events import function_url_event, lambda_context, sqs_event, sqs_record, sqs_record_from_message
+
+
+@pytest.fixture
+def ingest():
+    from ingestion.handler import lambda_handler
+
+    return lambda lambda_event: lambda_handler(lambda_event, lambda_context("leadcrm-ingestion"))
+
+
+def _webhook_message(kind: str = "meta.leadgen") -> dict:
+    return {"kind": kind, "receivedAt": "2026-01-01T10:00:00+00:00", "payload": {"object": "page", "entry": []}}
+
+
+def _s3_notification() -> dict:
+    return {"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
+                         "s3": {"bucket": {"name": "leadcrm-inbound"}, "object": {"key": "inbound/m1"}}}]}
+
+
+def test_only_the_unrecognised_message_of_a_batch_is_reported_as_failed(ingest):
+    webhook = sqs_record(_webhook_message())
+    unrecognised = sqs_record({"hello": "world"})
+    result = ingest(sqs_event(webhook, unrecognised))
+    assert result == {"batchItemFailures": [{"itemIdentifier": unrecognised["messageId"]}]}
+
+
+def test_a_message_that_is_not_json_is_reported_as_failed(ingest):
+    good = sqs_record(_webhook_message("whatsapp"))
+    broken = sqs_record("not json at all")
+    assert ingest(sqs_event(good, broken)) == {"batchItemFailures": [{"itemIdentifier": broken["messageId"]}]}
+
+
+def test_a_batch_of_recognised_messages_reports_no_failures(ingest):
+    batch = sqs_event(sqs_record(_webhook_message()), sqs_record(_webhook_message("whatsapp")),
+                      sqs_record(_s3_notification()), sqs_record({"Event": "s3:TestEvent"}))
+    assert ingest(batch) == {"batchItemFailures": []}
+
+
+def test_a_batch_in_which_every_message_fails_fails_the_invocation(ingest):
+    with pytest.raises(BatchProcessingError):
+        ingest(sqs_event(sqs_record({"nope": 1}), sqs_record({"nope": 2})))
+
+
+def test_a_message_the_webhook_receiver_enqueued_is_accepted_by_the_consumer(ingest, ingestion_queue, meta_secrets):
+    from webhooks.handler import lambda_handler as receive
+
+    secret, _ = meta_secrets
+    raw = json.dumps({"object": "page", "entry": []}).encode()
+    signature = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
+    event = function_url_event("POST", "/webhooks/meta/leadgen", body=raw, headers={"x-hub-signature-256": signature})
+    assert receive(event, lambda_context("leadcrm-webhooks"))["statusCode"] == 200
+    records = [sqs_record_from_message(m, queue_name=ingestion_queue.name) for m in ingestion_queue.receive_all()]
+    assert records[0]["messageAttributes"]["kind"]["stringValue"] == "meta.leadgen"
+    assert ingest(sqs_event(*records)) == {"batchItemFailures": []}

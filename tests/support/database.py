@@ -1,0 +1,78 @@
+"""Creating and dropping whole databases on the test server (the session database, scratch databases)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+
+from leadcrm.db.engine import pg8000_url
+
+
+def throwaway_database_name() -> str:
+    return f"leadcrm_test_{uuid.uuid4().hex[:12]}"
+
+
+def _admin_engine(server_url: str) -> Engine:
+    return create_engine(pg8000_url(server_url).set(database="postgres"), isolation_level="AUTOCOMMIT",
+                         poolclass=NullPool)
+
+
+def create_database(server_url: str, name: str) -> str:
+    """CREATE DATABASE `name` on the server of `server_url`; returns the URL of the new database."""
+    admin = _admin_engine(server_url)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+    finally:
+        admin.dispose()
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(server_url: str, name: str) -> None:
+    admin = _admin_engine(server_url)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+def engine_for(url: str) -> Engine:
+    """A private engine (no pooling) for tests that need connections of their own, e.g. racing threads."""
+    return create_engine(pg8000_url(url), poolclass=NullPool)
+
+
+class StatementLog:
+    """SQL statements sent through an engine while the log is open."""
+
+    def __init__(self) -> None:
+        self.statements: list[str] = []
+
+    def __len__(self) -> int:
+        return len(self.statements)
+
+    def clear(self) -> None:
+        self.statements.clear()
+
+    def describe(self) -> str:
+        return "\n".join(f"  {i + 1}. {' '.join(s.split())[:160]}" for i, s in enumerate(self.statements))
+
+
+@contextmanager
+def count_statements(engine: Engine) -> Iterator[StatementLog]:
+    log = StatementLog()
+
+    def _record(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        log.statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", _record)
+    try:
+        yield log
+    finally:
+        event.remove(engine, "before_cursor_execute", _record)
