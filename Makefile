@@ -21,7 +21,8 @@ install: $(BIN)/.installed
 dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
 
-test: install  ## unit, integration (PostgreSQL + moto), CDK template and end-to-end tests
+test: install  ## lint, then unit, integration (PostgreSQL + moto), CDK template and end-to-end tests
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
 
 test-unit: install

@@ -40,8 +40,9 @@ def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddle
             body = None  # malformed JSON: the validator answers MALFORMED_JSON
         else:
             if not isinstance(body, dict):
-                return json_response(400, {"error": {"code": "VALIDATION_FAILED",
-                                                     "message": "The body must be a JSON object."}})
+                return json_response(
+                    400, {"error": {"code": "VALIDATION_FAILED", "message": "The body must be a JSON object."}}
+                )
     return next_middleware(app)
 
 

@@ -30,8 +30,9 @@ def record_handler(record: SQSRecord) -> bool:
     with UnitOfWork() as uow:
         changed = handle_event(uow.connection, detail_type, detail)
         uow.commit()
-    logger.info("event handled", extra={"detailType": detail_type, "eventId": detail.get("eventId"),
-                                        "changed": changed})
+    logger.info(
+        "event handled", extra={"detailType": detail_type, "eventId": detail.get("eventId"), "changed": changed}
+    )
     return changed
 
 

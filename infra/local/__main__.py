@@ -47,7 +47,7 @@ def _print_banner(stack: LocalStack) -> None:
         f"Webhook verify token: {LOCAL_META_VERIFY_TOKEN} (app secret: env META_APP_SECRET, default local-app-secret)",
         "Try:",
         f"  curl -s -X POST {base}/organizations/{org}/leads -H 'authorization: Bearer {coach}' "
-        "-H 'content-type: application/json' -d '{\"name\": \"Dana Cohen\", \"email\": \"dana@example.com\"}'",
+        '-H \'content-type: application/json\' -d \'{"name": "Dana Cohen", "email": "dana@example.com"}\'',
         "READY",
     ]
     print("\n".join(lines), flush=True)

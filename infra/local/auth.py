@@ -38,8 +38,14 @@ class LocalAuthority:
         if not authorization or not authorization.lower().startswith("bearer "):
             return None
         try:
-            claims = jwt.decode(authorization[7:].strip(), self._key, algorithms=["HS256"], audience=AUDIENCE,
-                                issuer=ISSUER, options={"require": ["sub", "exp", "iss", "aud"]})
+            claims = jwt.decode(
+                authorization[7:].strip(),
+                self._key,
+                algorithms=["HS256"],
+                audience=AUDIENCE,
+                issuer=ISSUER,
+                options={"require": ["sub", "exp", "iss", "aud"]},
+            )
         except jwt.PyJWTError:
             return None
         # HTTP API hands claims to Lambda as strings.

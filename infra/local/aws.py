@@ -47,13 +47,15 @@ def start_moto(port: int | None = None) -> tuple[ThreadedMotoServer, str]:
 
 def point_sdk_at(endpoint: str) -> None:
     """Every boto3 client made in this process (ours and the functions') talks to moto."""
-    os.environ.update({
-        "AWS_ENDPOINT_URL": endpoint,
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-    })
+    os.environ.update(
+        {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ACCESS_KEY_ID": "local",
+            "AWS_SECRET_ACCESS_KEY": "local",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+        }
+    )
 
 
 def provision() -> LocalAws:
@@ -66,25 +68,35 @@ def provision() -> LocalAws:
         dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         queues[f"{name}-dlq"] = dlq_url
-        queues[name] = sqs.create_queue(QueueName=name, Attributes={
-            "VisibilityTimeout": str(VISIBILITY_TIMEOUT_SECONDS),
-            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}),
-        })["QueueUrl"]
+        queues[name] = sqs.create_queue(
+            QueueName=name,
+            Attributes={
+                "VisibilityTimeout": str(VISIBILITY_TIMEOUT_SECONDS),
+                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVE_COUNT}),
+            },
+        )["QueueUrl"]
 
     events.create_event_bus(Name=EVENT_BUS)
     events.put_rule(Name="leadcrm-to-task-lifecycle", EventBusName=EVENT_BUS, EventPattern=json.dumps(EVENT_PATTERN))
-    events.put_targets(Rule="leadcrm-to-task-lifecycle", EventBusName=EVENT_BUS, Targets=[
-        {"Id": "task-lifecycle", "Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{TASK_LIFECYCLE_QUEUE}"}
-    ])
+    events.put_targets(
+        Rule="leadcrm-to-task-lifecycle",
+        EventBusName=EVENT_BUS,
+        Targets=[{"Id": "task-lifecycle", "Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{TASK_LIFECYCLE_QUEUE}"}],
+    )
 
     s3.create_bucket(Bucket=INBOUND_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
-    s3.put_bucket_notification_configuration(Bucket=INBOUND_BUCKET, NotificationConfiguration={
-        "QueueConfigurations": [{
-            "QueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{INGESTION_QUEUE}",
-            "Events": ["s3:ObjectCreated:*"],
-            "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": INBOUND_PREFIX}]}},
-        }]
-    })
+    s3.put_bucket_notification_configuration(
+        Bucket=INBOUND_BUCKET,
+        NotificationConfiguration={
+            "QueueConfigurations": [
+                {
+                    "QueueArn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{INGESTION_QUEUE}",
+                    "Events": ["s3:ObjectCreated:*"],
+                    "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": INBOUND_PREFIX}]}},
+                }
+            ]
+        },
+    )
     ses.create_email_identity(EmailIdentity=MAIL_DOMAIN)
     return LocalAws(endpoint=os.environ["AWS_ENDPOINT_URL"], queues=queues)
 
@@ -100,17 +112,28 @@ def sent_emails() -> list[dict[str, object]]:
         if isinstance(message, RawMessage):
             parsed = message_from_string(message.raw_data, policy=policy.default)
             body = parsed.get_body(preferencelist=("plain",))
-            sent.append({
-                "messageId": message.id, "from": parsed["From"], "to": parsed.get_all("To", []),
-                "replyTo": parsed["Reply-To"], "subject": parsed["Subject"],
-                "headers": {k: str(v) for k, v in parsed.items()},
-                "text": body.get_content() if body is not None else None,
-            })
+            sent.append(
+                {
+                    "messageId": message.id,
+                    "from": parsed["From"],
+                    "to": parsed.get_all("To", []),
+                    "replyTo": parsed["Reply-To"],
+                    "subject": parsed["Subject"],
+                    "headers": {k: str(v) for k, v in parsed.items()},
+                    "text": body.get_content() if body is not None else None,
+                }
+            )
         else:
             destinations = getattr(message, "destinations", {}) or {}
-            sent.append({
-                "messageId": message.id, "from": message.source, "to": destinations.get("ToAddresses", []),
-                "replyTo": None, "subject": getattr(message, "subject", None), "headers": {},
-                "text": getattr(message, "body", None),
-            })
+            sent.append(
+                {
+                    "messageId": message.id,
+                    "from": message.source,
+                    "to": destinations.get("ToAddresses", []),
+                    "replyTo": None,
+                    "subject": getattr(message, "subject", None),
+                    "headers": {},
+                    "text": getattr(message, "body", None),
+                }
+            )
     return sent

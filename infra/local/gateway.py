@@ -20,8 +20,13 @@ PUBLIC_API_PREFIXES = ("/openapi.json", "/leads/organization/")
 
 
 def http_api_event(
-    method: str, raw_path: str, raw_query: str, headers: dict[str, str], body: bytes,
-    claims: dict[str, str] | None, source_ip: str = "127.0.0.1",
+    method: str,
+    raw_path: str,
+    raw_query: str,
+    headers: dict[str, str],
+    body: bytes,
+    claims: dict[str, str] | None,
+    source_ip: str = "127.0.0.1",
 ) -> dict[str, Any]:
     """An API Gateway HTTP API payload v2.0 event (also the function URL shape, which has no authorizer)."""
     lowered: dict[str, str] = {}
@@ -35,17 +40,33 @@ def http_api_event(
     is_text = not body or content_type.startswith(TEXT_TYPES)
     now = datetime.now(UTC)
     context: dict[str, Any] = {
-        "accountId": ACCOUNT, "apiId": "local", "domainName": lowered.get("host", "127.0.0.1"),
-        "domainPrefix": "local", "requestId": str(uuid.uuid4()), "routeKey": "$default", "stage": "$default",
-        "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"), "timeEpoch": int(now.timestamp() * 1000),
-        "http": {"method": method, "path": raw_path, "protocol": "HTTP/1.1", "sourceIp": source_ip,
-                 "userAgent": lowered.get("user-agent", "")},
+        "accountId": ACCOUNT,
+        "apiId": "local",
+        "domainName": lowered.get("host", "127.0.0.1"),
+        "domainPrefix": "local",
+        "requestId": str(uuid.uuid4()),
+        "routeKey": "$default",
+        "stage": "$default",
+        "time": now.strftime("%d/%b/%Y:%H:%M:%S +0000"),
+        "timeEpoch": int(now.timestamp() * 1000),
+        "http": {
+            "method": method,
+            "path": raw_path,
+            "protocol": "HTTP/1.1",
+            "sourceIp": source_ip,
+            "userAgent": lowered.get("user-agent", ""),
+        },
     }
     if claims is not None:
         context["authorizer"] = {"jwt": {"claims": claims, "scopes": None}}
     event: dict[str, Any] = {
-        "version": "2.0", "routeKey": "$default", "rawPath": raw_path, "rawQueryString": raw_query,
-        "headers": lowered, "requestContext": context, "isBase64Encoded": not is_text,
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": raw_path,
+        "rawQueryString": raw_query,
+        "headers": lowered,
+        "requestContext": context,
+        "isBase64Encoded": not is_text,
     }
     if "cookie" in lowered:
         event["cookies"] = [c.strip() for c in lowered["cookie"].split(";")]
@@ -80,8 +101,7 @@ def make_server(port: int, dispatch: Route) -> ThreadingHTTPServer:
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
             self.wfile.write(payload)
-            self.log_message('"%s %s" %s %.1fms', self.command, parts.path, status,
-                             (time.monotonic() - started) * 1000)
+            self.log_message('"%s %s" %s %.1fms', self.command, parts.path, status, (time.monotonic() - started) * 1000)
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _serve
 

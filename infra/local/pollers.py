@@ -19,24 +19,31 @@ BATCH_SIZE = 10
 
 def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
     """The event Lambda's SQS event source mapping delivers for these received messages."""
-    return {"Records": [
-        {
-            "messageId": m["MessageId"],
-            "receiptHandle": m["ReceiptHandle"],
-            "body": m["Body"],
-            "attributes": m.get("Attributes", {}),
-            "messageAttributes": {
-                name: {"stringValue": a.get("StringValue"), "binaryValue": a.get("BinaryValue"),
-                       "stringListValues": [], "binaryListValues": [], "dataType": a["DataType"]}
-                for name, a in m.get("MessageAttributes", {}).items()
-            },
-            "md5OfBody": m.get("MD5OfBody") or hashlib.md5(m["Body"].encode()).hexdigest(),
-            "eventSource": "aws:sqs",
-            "eventSourceARN": queue_arn,
-            "awsRegion": REGION,
-        }
-        for m in messages
-    ]}
+    return {
+        "Records": [
+            {
+                "messageId": m["MessageId"],
+                "receiptHandle": m["ReceiptHandle"],
+                "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {
+                    name: {
+                        "stringValue": a.get("StringValue"),
+                        "binaryValue": a.get("BinaryValue"),
+                        "stringListValues": [],
+                        "binaryListValues": [],
+                        "dataType": a["DataType"],
+                    }
+                    for name, a in m.get("MessageAttributes", {}).items()
+                },
+                "md5OfBody": m.get("MD5OfBody") or hashlib.md5(m["Body"].encode()).hexdigest(),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": queue_arn,
+                "awsRegion": REGION,
+            }
+            for m in messages
+        ]
+    }
 
 
 class QueuePoller(threading.Thread):
@@ -57,8 +64,11 @@ class QueuePoller(threading.Thread):
         while not self._stopping.is_set():
             try:
                 received = sqs.receive_message(
-                    QueueUrl=self.queue_url, MaxNumberOfMessages=BATCH_SIZE, WaitTimeSeconds=1,
-                    AttributeNames=["All"], MessageAttributeNames=["All"],
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=BATCH_SIZE,
+                    WaitTimeSeconds=1,
+                    AttributeNames=["All"],
+                    MessageAttributeNames=["All"],
                 ).get("Messages", [])
                 if not received:
                     continue
@@ -80,9 +90,10 @@ class QueuePoller(threading.Thread):
             return
         done = [m for m in received if m["MessageId"] not in failed]
         if done:
-            sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=[
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
-            ])
+            sqs.delete_message_batch(
+                QueueUrl=self.queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+            )
 
 
 class Scheduler(threading.Thread):

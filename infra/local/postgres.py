@@ -82,8 +82,9 @@ class LocalPostgres:
     def _running(self) -> bool:
         if not (self.data / "postmaster.pid").exists():
             return False
-        result = subprocess.run(self._as_postgres([str(pg_bin_dir() / "pg_ctl"), "-D", str(self.data), "status"]),
-                                capture_output=True)
+        result = subprocess.run(
+            self._as_postgres([str(pg_bin_dir() / "pg_ctl"), "-D", str(self.data), "status"]), capture_output=True
+        )
         return result.returncode == 0
 
     def _create_database(self) -> None:

@@ -94,9 +94,17 @@ class LocalStack:
         if path.startswith("/_local/"):
             return self.local_route(method, path, body)
         if method == "OPTIONS":  # CORS preflight, answered by API Gateway itself
-            return 204, self._cors({"access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE,OPTIONS",
-                                    "access-control-allow-headers": "authorization,content-type,idempotency-key",
-                                    "access-control-max-age": "600"}), b""
+            return (
+                204,
+                self._cors(
+                    {
+                        "access-control-allow-methods": "GET,POST,PUT,PATCH,DELETE,OPTIONS",
+                        "access-control-allow-headers": "authorization,content-type,idempotency-key",
+                        "access-control-max-age": "600",
+                    }
+                ),
+                b"",
+            )
         if path.startswith("/webhooks/"):
             event = http_api_event(method, path, query, headers, body, claims=None)
             return lambda_result(self.lambdas.invoke("webhooks", event))
@@ -138,10 +146,14 @@ class LocalStack:
         if saved.exists():
             demo = json.loads(saved.read_text())
             with get_engine().connect() as conn:
-                found = conn.execute(select(organizations.c.id).where(
-                    organizations.c.id == parse_uuid(demo["organizationId"]))).first()
-                people = conn.execute(select(users.c.id, users.c.auth_subject, users.c.email).where(
-                    users.c.id.in_([parse_uuid(u["userId"]) for u in demo["users"].values()]))).all()
+                found = conn.execute(
+                    select(organizations.c.id).where(organizations.c.id == parse_uuid(demo["organizationId"]))
+                ).first()
+                people = conn.execute(
+                    select(users.c.id, users.c.auth_subject, users.c.email).where(
+                        users.c.id.in_([parse_uuid(u["userId"]) for u in demo["users"].values()])
+                    )
+                ).all()
             if found and len(people) == len(demo["users"]):
                 by_id = {str(p.id): p for p in people}
                 for user in demo["users"].values():  # fresh tokens: old ones may have expired
@@ -165,8 +177,9 @@ class LocalStack:
             organization_id = create_organization(conn, name)
             for role in ROLES:
                 subject, email = str(uuid.uuid4()), f"{role}+{suffix}@demo.leadcrm.local"
-                user_id = create_user(conn, auth_subject=subject, email=email, first_name=role.title(),
-                                      last_name="Demo")
+                user_id = create_user(
+                    conn, auth_subject=subject, email=email, first_name=role.title(), last_name="Demo"
+                )
                 add_membership(conn, organization_id, user_id, Role(role))
                 users[role] = {"userId": str(user_id), "token": self.authority.issue(subject, email)}
         return _json(201, {"data": {"organizationId": str(organization_id), "name": name, "users": users}})
@@ -189,12 +202,18 @@ class LocalStack:
         subject = str(uuid.uuid4())
         email = data.get("email") or f"user+{subject[:8]}@demo.leadcrm.local"
         with get_engine().begin() as conn:
-            if data.get("organizationId") is not None and (organization_id is None or conn.execute(
-                select(organizations.c.id).where(organizations.c.id == organization_id)
-            ).first() is None):
+            if data.get("organizationId") is not None and (
+                organization_id is None
+                or conn.execute(select(organizations.c.id).where(organizations.c.id == organization_id)).first() is None
+            ):
                 return _error(404, "ORGANIZATION_NOT_FOUND", "No such organization.")
-            user_id = create_user(conn, auth_subject=subject, email=email, first_name=data.get("firstName"),
-                                  last_name=data.get("lastName"))
+            user_id = create_user(
+                conn,
+                auth_subject=subject,
+                email=email,
+                first_name=data.get("firstName"),
+                last_name=data.get("lastName"),
+            )
             if organization_id is not None:
                 add_membership(conn, organization_id, user_id, Role(role))
         return _json(201, {"data": {"userId": str(user_id), "token": self.authority.issue(subject, email)}})
@@ -217,10 +236,16 @@ class LocalStack:
         if not isinstance(data.get("detailType"), str) or not isinstance(data.get("detail"), dict):
             return _error(400, "VALIDATION_FAILED", "Send {detailType: string, detail: object, source?: string}.")
         source = str(data.get("source") or "platform.local")
-        response = client("events").put_events(Entries=[{
-            "EventBusName": aws.EVENT_BUS, "Source": source, "DetailType": data["detailType"],
-            "Detail": json.dumps(data["detail"]),
-        }])
+        response = client("events").put_events(
+            Entries=[
+                {
+                    "EventBusName": aws.EVENT_BUS,
+                    "Source": source,
+                    "DetailType": data["detailType"],
+                    "Detail": json.dumps(data["detail"]),
+                }
+            ]
+        )
         return _json(202, {"data": {"eventId": response["Entries"][0].get("EventId")}})
 
     def tick(self, data: dict[str, Any]) -> Reply:
@@ -237,8 +262,10 @@ class LocalStack:
         sqs = client("sqs")
         waiting = {}
         for name in (aws.INGESTION_QUEUE, aws.TASK_LIFECYCLE_QUEUE):
-            attributes = sqs.get_queue_attributes(QueueUrl=self.resources.queues[name], AttributeNames=[
-                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+            attributes = sqs.get_queue_attributes(
+                QueueUrl=self.resources.queues[name],
+                AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+            )["Attributes"]
             waiting[name] = sum(int(v) for v in attributes.values())
         with get_engine().connect() as conn:
             unpublished = unpublished_count(conn)

@@ -35,8 +35,16 @@ class LocalStackClient:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
 
-    def request(self, method: str, path: str, *, json_body: Any = None, raw: bytes | None = None,
-                token: str | None = None, headers: dict[str, str] | None = None) -> HttpReply:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        raw: bytes | None = None,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> HttpReply:
         data = raw if raw is not None else (json.dumps(json_body).encode() if json_body is not None else None)
         request = urllib.request.Request(self.base_url + path, data=data, method=method)
         if json_body is not None:
@@ -70,9 +78,21 @@ def local_stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> 
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
     env.pop("AWS_ENDPOINT_URL", None)
     process = subprocess.Popen(
-        [sys.executable, "-m", "infra.local", "--port", "0", "--quiet",
-         "--data-dir", str(tmp_path_factory.mktemp("local-stack"))],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "infra.local",
+            "--port",
+            "0",
+            "--quiet",
+            "--data-dir",
+            str(tmp_path_factory.mktemp("local-stack")),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     base_url, seen = None, []
     deadline = time.monotonic() + STARTUP_SECONDS

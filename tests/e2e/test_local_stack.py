@@ -31,8 +31,12 @@ def test_a_coach_creates_a_lead_and_task_lifecycle_records_lead_created(local_st
     demo = local_stack.new_organization()
     org, coach = demo["organizationId"], demo["users"]["coach"]["token"]
 
-    created = local_stack.request("POST", f"/organizations/{org}/leads", token=coach,
-                                  json_body={"name": "Dana Cohen", "email": "dana@example.com"})
+    created = local_stack.request(
+        "POST",
+        f"/organizations/{org}/leads",
+        token=coach,
+        json_body={"name": "Dana Cohen", "email": "dana@example.com"},
+    )
 
     assert created.status == 201
     lead = created.json()["data"]
@@ -44,8 +48,9 @@ def test_a_coach_creates_a_lead_and_task_lifecycle_records_lead_created(local_st
 def test_the_new_lead_is_listed_for_staff(local_stack: LocalStackClient) -> None:
     demo = local_stack.new_organization()
     org, admin = demo["organizationId"], demo["users"]["admin"]["token"]
-    lead_id = local_stack.request("POST", f"/organizations/{org}/leads", token=admin,
-                                  json_body={"phone": "+972501112233"}).json()["data"]["id"]
+    lead_id = local_stack.request(
+        "POST", f"/organizations/{org}/leads", token=admin, json_body={"phone": "+972501112233"}
+    ).json()["data"]["id"]
 
     listed = local_stack.request("GET", f"/organizations/{org}/leads", token=admin).json()
 
@@ -83,25 +88,38 @@ def test_a_user_with_no_membership_is_refused_with_403(local_stack: LocalStackCl
 def test_another_organizations_lead_id_answers_404(local_stack: LocalStackClient) -> None:
     ours, theirs = local_stack.new_organization(), local_stack.new_organization()
     their_lead = local_stack.request(
-        "POST", f"/organizations/{theirs['organizationId']}/leads", token=theirs["users"]["coach"]["token"],
+        "POST",
+        f"/organizations/{theirs['organizationId']}/leads",
+        token=theirs["users"]["coach"]["token"],
         json_body={"name": "Not yours"},
     ).json()["data"]["id"]
 
-    reply = local_stack.request("GET", f"/organizations/{ours['organizationId']}/leads/{their_lead}",
-                                token=ours["users"]["coach"]["token"])
+    reply = local_stack.request(
+        "GET", f"/organizations/{ours['organizationId']}/leads/{their_lead}", token=ours["users"]["coach"]["token"]
+    )
 
     assert reply.status == 404
-    assert reply.json() == local_stack.request(
-        "GET", f"/organizations/{ours['organizationId']}/leads/{uuid.uuid4()}", token=ours["users"]["coach"]["token"]
-    ).json()
+    assert (
+        reply.json()
+        == local_stack.request(
+            "GET",
+            f"/organizations/{ours['organizationId']}/leads/{uuid.uuid4()}",
+            token=ours["users"]["coach"]["token"],
+        ).json()
+    )
 
 
 @pytest.mark.parametrize("raw", [b"{not json", b'{"name": 7}', b'{"name": "A", "surprise": true}', b"[]", b"{}"])
 def test_a_malformed_body_gets_a_4xx_json_error(local_stack: LocalStackClient, raw: bytes) -> None:
     demo = local_stack.new_organization()
 
-    reply = local_stack.request("POST", f"/organizations/{demo['organizationId']}/leads", raw=raw,
-                                token=demo["users"]["coach"]["token"], headers={"content-type": "application/json"})
+    reply = local_stack.request(
+        "POST",
+        f"/organizations/{demo['organizationId']}/leads",
+        raw=raw,
+        token=demo["users"]["coach"]["token"],
+        headers={"content-type": "application/json"},
+    )
 
     assert reply.status == 400
     assert set(reply.json()["error"]) >= {"code", "message"}
@@ -123,14 +141,20 @@ def test_the_openapi_document_is_served(local_stack: LocalStackClient) -> None:
 def test_a_signed_meta_webhook_is_accepted_and_drained_and_a_forged_one_refused(
     local_stack: LocalStackClient,
 ) -> None:
-    body = json.dumps({"object": "page", "entry": [{"id": "1", "changes": [{"field": "leadgen",
-                                                                             "value": {"leadgen_id": "9"}}]}]})
+    body = json.dumps(
+        {"object": "page", "entry": [{"id": "1", "changes": [{"field": "leadgen", "value": {"leadgen_id": "9"}}]}]}
+    )
     signature = "sha256=" + hmac.new(b"local-app-secret", body.encode(), hashlib.sha256).hexdigest()
 
-    forged = local_stack.request("POST", "/webhooks/meta/leadgen", raw=body.encode(),
-                                 headers={"x-hub-signature-256": "sha256=" + "0" * 64})
-    accepted = local_stack.request("POST", "/webhooks/meta/leadgen", raw=body.encode(),
-                                   headers={"x-hub-signature-256": signature, "content-type": "application/json"})
+    forged = local_stack.request(
+        "POST", "/webhooks/meta/leadgen", raw=body.encode(), headers={"x-hub-signature-256": "sha256=" + "0" * 64}
+    )
+    accepted = local_stack.request(
+        "POST",
+        "/webhooks/meta/leadgen",
+        raw=body.encode(),
+        headers={"x-hub-signature-256": signature, "content-type": "application/json"},
+    )
 
     assert forged.status == 401
     assert accepted.status == 200

@@ -35,10 +35,19 @@ def create(
             replay = idempotency.claim(uow.connection, scope, idempotency_key, fingerprint)
             if replay is not None:
                 return json_response(replay.status, replay.body, {"Idempotent-Replayed": "true"})
-        lead = create_lead(uow, actor, NewLead(
-            name=body.name, email=body.email, phone=body.phone, locale=body.locale, note=body.note,
-            source=body.source.value, is_test=body.is_test,
-        ))
+        lead = create_lead(
+            uow,
+            actor,
+            NewLead(
+                name=body.name,
+                email=body.email,
+                phone=body.phone,
+                locale=body.locale,
+                note=body.note,
+                source=body.source.value,
+                is_test=body.is_test,
+            ),
+        )
         response = Envelope[Lead](data=Lead.model_validate(lead))
         if idempotency_key is not None:
             stored = idempotency.StoredResponse(201, response.model_dump(mode="json", by_alias=True))
@@ -64,6 +73,7 @@ def index(
 ) -> ListEnvelope[Lead]:
     with UnitOfWork() as uow:
         actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(org_id)))
-        page = list_leads(uow.connection, actor.organization_id, limit=limit, cursor=cursor,
-                          status=status.value if status else None)
+        page = list_leads(
+            uow.connection, actor.organization_id, limit=limit, cursor=cursor, status=status.value if status else None
+        )
     return ListEnvelope[Lead](data=[Lead.model_validate(i) for i in page.items], next_cursor=page.next_cursor)

@@ -52,8 +52,9 @@ def build_engine(settings: DatabaseSettings) -> Engine:
     elif settings.auth_mode == "secret":
         url = _url_from_secret(settings)
     elif settings.auth_mode == "iam":
-        url = URL.create("postgresql+pg8000", username=settings.user, host=settings.host,
-                         port=settings.port, database=settings.name)
+        url = URL.create(
+            "postgresql+pg8000", username=settings.user, host=settings.host, port=settings.port, database=settings.name
+        )
     else:
         raise ValueError(f"DB_AUTH_MODE must be url, secret or iam, not {settings.auth_mode!r}")
     engine = create_engine(

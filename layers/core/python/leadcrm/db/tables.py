@@ -58,7 +58,15 @@ ROLES = ("owner", "admin", "coach", "member")
 MEMBERSHIP_STATUSES = ("active", "pending_invitation", "cancelled", "suspended")
 USER_KINDS = ("account", "managed")
 STAGE_CATEGORIES = (
-    "new", "contacted", "callback", "trial_booked", "no_show", "converted", "customer", "lost", "frozen",
+    "new",
+    "contacted",
+    "callback",
+    "trial_booked",
+    "no_show",
+    "converted",
+    "customer",
+    "lost",
+    "frozen",
 )
 TASK_STATUSES = ("pending", "in_progress", "completed", "cancelled")
 TASK_PRIORITIES = ("low", "medium", "high")
@@ -109,7 +117,10 @@ memberships = Table(
     CheckConstraint(_one_of("status", MEMBERSHIP_STATUSES), name="status"),
     # One live membership per user and organization; a soft-deleted one may be followed by a new one.
     Index(
-        "uq_memberships_org_user_live", "organization_id", "user_id", unique=True,
+        "uq_memberships_org_user_live",
+        "organization_id",
+        "user_id",
+        unique=True,
         postgresql_where=text("deleted_at IS NULL"),
     ),
     Index("ix_memberships_user_id", "user_id"),
@@ -209,7 +220,10 @@ lead_activity_events = Table(
     Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Index("ix_lead_activity_events_lead", "organization_id", "lead_id", "occurred_at"),
     Index(
-        "uq_lead_activity_events_source_event", "source_event_id", "type", unique=True,
+        "uq_lead_activity_events_source_event",
+        "source_event_id",
+        "type",
+        unique=True,
         postgresql_where=text("source_event_id IS NOT NULL"),
     ),
 )
@@ -242,10 +256,10 @@ tasks = Table(
     Index("ix_tasks_org_linked_lead", "organization_id", "linked_lead_id"),
     # A lead has at most one open contact task: it is the lead's follow-up.
     Index(
-        "tasks_open_contact_lead_unique_idx", "linked_lead_id", unique=True,
-        postgresql_where=text(
-            "type = 'contact_lead' AND status IN ('pending', 'in_progress') AND deleted_at IS NULL"
-        ),
+        "tasks_open_contact_lead_unique_idx",
+        "linked_lead_id",
+        unique=True,
+        postgresql_where=text("type = 'contact_lead' AND status IN ('pending', 'in_progress') AND deleted_at IS NULL"),
     ),
 )
 

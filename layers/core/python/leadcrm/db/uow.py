@@ -81,5 +81,7 @@ class UnitOfWork:
         try:
             self._publisher(self._events)
         except Exception:  # the relay job re-sends whatever is still unpublished
-            logger.exception("publishing after commit failed; the outbox relay will retry",
-                             extra={"eventIds": [str(e.id) for e in self._events]})
+            logger.exception(
+                "publishing after commit failed; the outbox relay will retry",
+                extra={"eventIds": [str(e.id) for e in self._events]},
+            )

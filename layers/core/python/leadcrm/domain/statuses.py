@@ -18,7 +18,13 @@ class StageCategory(StrEnum):
 
 
 OPEN_CATEGORIES = frozenset(
-    {StageCategory.NEW, StageCategory.CONTACTED, StageCategory.CALLBACK, StageCategory.TRIAL_BOOKED, StageCategory.NO_SHOW}
+    {
+        StageCategory.NEW,
+        StageCategory.CONTACTED,
+        StageCategory.CALLBACK,
+        StageCategory.TRIAL_BOOKED,
+        StageCategory.NO_SHOW,
+    }
 )
 WON_CATEGORIES = frozenset({StageCategory.CONVERTED, StageCategory.CUSTOMER})
 CLOSED_CATEGORIES = frozenset({StageCategory.LOST, StageCategory.FROZEN})

@@ -20,18 +20,29 @@ def resolve_actor(conn: Connection, auth_subject: str, organization_id: uuid.UUI
 
     An organization that does not exist answers exactly like one the caller is not a member of.
     """
-    row = conn.execute(
-        select(users.c.id.label("user_id"), memberships.c.id.label("membership_id"), memberships.c.role,
-               organizations.c.features)
-        .select_from(users.join(memberships, memberships.c.user_id == users.c.id)
-                     .join(organizations, organizations.c.id == memberships.c.organization_id))
-        .where(
-            users.c.auth_subject == auth_subject,
-            memberships.c.organization_id == organization_id,
-            memberships.c.deleted_at.is_(None),
-            memberships.c.status == MembershipStatus.ACTIVE.value,
+    row = (
+        conn.execute(
+            select(
+                users.c.id.label("user_id"),
+                memberships.c.id.label("membership_id"),
+                memberships.c.role,
+                organizations.c.features,
+            )
+            .select_from(
+                users.join(memberships, memberships.c.user_id == users.c.id).join(
+                    organizations, organizations.c.id == memberships.c.organization_id
+                )
+            )
+            .where(
+                users.c.auth_subject == auth_subject,
+                memberships.c.organization_id == organization_id,
+                memberships.c.deleted_at.is_(None),
+                memberships.c.status == MembershipStatus.ACTIVE.value,
+            )
         )
-    ).mappings().first()
+        .mappings()
+        .first()
+    )
     if row is None:
         raise Forbidden("You are not a member of this organization.", code="NOT_A_MEMBER")
     return Actor(
@@ -61,5 +72,6 @@ def require_manager(actor: Actor) -> Actor:
 
 def require_feature(actor: Actor, feature: str) -> None:
     if not actor.has_feature(feature):
-        raise Forbidden(f"This organization does not have the {feature} feature.", code="FEATURE_DISABLED",
-                        feature=feature)
+        raise Forbidden(
+            f"This organization does not have the {feature} feature.", code="FEATURE_DISABLED", feature=feature
+        )

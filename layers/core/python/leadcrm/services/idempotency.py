@@ -34,8 +34,9 @@ def request_fingerprint(body: Any) -> str:
 def claim(conn: Connection, scope: str, key: str, fingerprint: str) -> StoredResponse | None:
     """None when this request owns the key (go on and do the work), else the first request's answer."""
     if not key or len(key) > MAX_KEY_LENGTH or not key.isprintable():
-        raise BadRequest(f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} printable characters.",
-                         code="INVALID_IDEMPOTENCY_KEY")
+        raise BadRequest(
+            f"Idempotency-Key must be 1 to {MAX_KEY_LENGTH} printable characters.", code="INVALID_IDEMPOTENCY_KEY"
+        )
     claimed = conn.execute(
         pg_insert(idempotency_keys)
         .values(scope=scope, key=key, request_hash=fingerprint, response_status=0, response_body={})
@@ -45,12 +46,14 @@ def claim(conn: Connection, scope: str, key: str, fingerprint: str) -> StoredRes
     if claimed:
         return None
     row = conn.execute(
-        select(idempotency_keys.c.request_hash, idempotency_keys.c.response_status, idempotency_keys.c.response_body)
-        .where(idempotency_keys.c.scope == scope, idempotency_keys.c.key == key)
+        select(
+            idempotency_keys.c.request_hash, idempotency_keys.c.response_status, idempotency_keys.c.response_body
+        ).where(idempotency_keys.c.scope == scope, idempotency_keys.c.key == key)
     ).one()
     if row.request_hash != fingerprint:
-        raise Unprocessable("This Idempotency-Key was already used with a different request body.",
-                            code="IDEMPOTENCY_KEY_REUSED")
+        raise Unprocessable(
+            "This Idempotency-Key was already used with a different request body.", code="IDEMPOTENCY_KEY_REUSED"
+        )
     return StoredResponse(status=row.response_status, body=row.response_body)
 
 

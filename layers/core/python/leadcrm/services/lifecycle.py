@@ -39,7 +39,10 @@ def _record_lead_created(conn: Connection, detail: dict[str, Any]) -> bool:
     inserted = conn.execute(
         pg_insert(lead_activity_events)
         .values(
-            id=uuid7(), organization_id=organization_id, lead_id=lead_id, type=LEAD_CREATED_ACTIVITY,
+            id=uuid7(),
+            organization_id=organization_id,
+            lead_id=lead_id,
+            type=LEAD_CREATED_ACTIVITY,
             payload={"source": detail["payload"].get("source"), "eventId": detail["eventId"]},
             source_event_id=uuid.UUID(detail["eventId"]),
         )

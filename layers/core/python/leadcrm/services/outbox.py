@@ -35,19 +35,27 @@ def relay_unpublished(grace: timedelta = RELAY_GRACE, batch: int = RELAY_BATCH) 
     deduplicate on the event id: at-least-once is the contract.
     """
     with get_engine().begin() as conn:
-        rows = conn.execute(
-            select(outbox)
-            .where(outbox.c.published_at.is_(None), outbox.c.occurred_at < func.now() - grace)
-            .order_by(outbox.c.occurred_at)
-            .limit(batch)
-            .with_for_update(skip_locked=True)
-        ).mappings().all()
+        rows = (
+            conn.execute(
+                select(outbox)
+                .where(outbox.c.published_at.is_(None), outbox.c.occurred_at < func.now() - grace)
+                .order_by(outbox.c.occurred_at)
+                .limit(batch)
+                .with_for_update(skip_locked=True)
+            )
+            .mappings()
+            .all()
+        )
         if not rows:
             return {"published": 0, "failed": 0}
         events = [
             DomainEvent(
-                id=row["id"], type=row["type"], organization_id=row["organization_id"],
-                aggregate_id=row["aggregate_id"], payload=row["payload"], occurred_at=row["occurred_at"],
+                id=row["id"],
+                type=row["type"],
+                organization_id=row["organization_id"],
+                aggregate_id=row["aggregate_id"],
+                payload=row["payload"],
+                occurred_at=row["occurred_at"],
             )
             for row in rows
         ]

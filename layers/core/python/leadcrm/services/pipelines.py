@@ -41,8 +41,14 @@ def default_new_stage(conn: Connection, organization_id: uuid.UUID) -> StagePlac
         conn.execute(
             insert(pipeline_stages),
             [
-                {"id": uuid7(), "organization_id": organization_id, "pipeline_id": pipeline_id,
-                 "name": name, "category": category.value, "position": position}
+                {
+                    "id": uuid7(),
+                    "organization_id": organization_id,
+                    "pipeline_id": pipeline_id,
+                    "name": name,
+                    "category": category.value,
+                    "position": position,
+                }
                 for position, (category, name) in enumerate(DEFAULT_STAGES)
             ],
         )
