@@ -135,7 +135,7 @@ def test_a_request_without_a_token_is_refused_by_the_authorizer(local_stack: Loc
 def test_the_openapi_document_is_served(local_stack: LocalStackClient) -> None:
     document = local_stack.request("GET", "/openapi.json").json()
 
-    assert "/organizations/{org_id}/leads" in document["paths"]
+    assert "/organizations/{orgId}/leads" in document["paths"]
 
 
 def test_a_signed_meta_webhook_is_accepted_and_drained_and_a_forged_one_refused(

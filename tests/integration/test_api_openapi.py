@@ -18,8 +18,8 @@ def test_the_openapi_document_is_served_without_a_token():
 
 def test_the_openapi_document_lists_the_lead_routes():
     paths = _openapi().body["paths"]
-    assert set(paths["/organizations/{org_id}/leads"]) == {"get", "post"}
-    assert "get" in paths["/organizations/{org_id}/leads/{lead_id}"]
+    assert set(paths["/organizations/{orgId}/leads"]) == {"get", "post"}
+    assert "get" in paths["/organizations/{orgId}/leads/{leadId}"]
 
 
 def test_the_openapi_document_describes_bodies_in_camel_case():

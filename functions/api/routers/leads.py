@@ -21,14 +21,14 @@ router = APIGatewayHttpRouter()
 LEAD_201 = {201: {"description": "The lead was created (or the first answer replayed)"}}
 
 
-@router.post("/organizations/<org_id>/leads", tags=["Leads"], summary="Create a lead (staff)", responses=LEAD_201)
+@router.post("/organizations/<orgId>/leads", tags=["Leads"], summary="Create a lead (staff)", responses=LEAD_201)
 def create(
-    org_id: str,
+    orgId: str,  # the path names it as the API documents it
     body: Annotated[CreateLeadBody, Body()],
     idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
 ) -> Response[Envelope[Lead]]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(org_id)))
+        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
         scope = f"leads.create:{actor.organization_id}"
         fingerprint = idempotency.request_fingerprint(body.model_dump(mode="json"))
         if idempotency_key is not None:
@@ -56,23 +56,23 @@ def create(
     return json_response(201, response)
 
 
-@router.get("/organizations/<org_id>/leads/<lead_id>", tags=["Leads"], summary="A lead with its timeline")
-def read(org_id: str, lead_id: str) -> Envelope[LeadDetail]:
+@router.get("/organizations/<orgId>/leads/<leadId>", tags=["Leads"], summary="A lead with its timeline")
+def read(orgId: str, leadId: str) -> Envelope[LeadDetail]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(org_id)))
-        lead = get_lead(uow.connection, actor.organization_id, entity_id(lead_id, "LEAD_NOT_FOUND"))
+        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        lead = get_lead(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
     return Envelope[LeadDetail](data=LeadDetail.model_validate(lead))
 
 
-@router.get("/organizations/<org_id>/leads", tags=["Leads"], summary="Leads, newest first (keyset pages)")
+@router.get("/organizations/<orgId>/leads", tags=["Leads"], summary="Leads, newest first (keyset pages)")
 def index(
-    org_id: str,
+    orgId: str,  # the path names it as the API documents it
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     cursor: Annotated[str | None, Query(max_length=64)] = None,
     status: Annotated[StageCategory | None, Query()] = None,
 ) -> ListEnvelope[Lead]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(org_id)))
+        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
         page = list_leads(
             uow.connection, actor.organization_id, limit=limit, cursor=cursor, status=status.value if status else None
         )
