@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.database import create_database, drop_database, throwaway_database_name
+
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 90
 
@@ -61,11 +63,13 @@ class LocalStackClient:
 
     def wait_until_idle(self, timeout: float = 20) -> None:
         deadline = time.monotonic() + timeout
+        state: dict[str, Any] = {}
         while time.monotonic() < deadline:
-            if self.request("GET", "/_local/idle").json()["data"]["idle"]:
+            state = self.request("GET", "/_local/idle").json()["data"]
+            if state["idle"]:
                 return
             time.sleep(0.2)
-        raise AssertionError("the local stack did not become idle")
+        raise AssertionError(f"the local stack did not become idle: {state}")
 
     def new_organization(self) -> dict[str, Any]:
         reply = self.request("POST", "/_local/orgs", json_body={"name": "E2E Studio"})
@@ -74,8 +78,17 @@ class LocalStackClient:
 
 
 @pytest.fixture(scope="session")
-def local_stack(database_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackClient]:
-    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+def local_stack_database(database_url: str) -> Iterator[str]:
+    """A database of its own: `/_local/idle` watches the whole outbox, which other suites leave rows in."""
+    name = throwaway_database_name()
+    url = create_database(database_url, name)
+    yield url
+    drop_database(database_url, name)
+
+
+@pytest.fixture(scope="session")
+def local_stack(local_stack_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackClient]:
+    env = {**os.environ, "DATABASE_URL": local_stack_database, "PYTHONUNBUFFERED": "1"}
     env.pop("AWS_ENDPOINT_URL", None)
     process = subprocess.Popen(
         [

@@ -8,11 +8,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, json_response, organization_id
+from api.http import auth_subject, entity_id, organization_id
+from api.idempotent import respond_once
 from api.schemas import CreateLeadBody, Envelope, Lead, LeadDetail, ListEnvelope
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.statuses import StageCategory
-from leadcrm.services import idempotency
 from leadcrm.services.access import require_staff, resolve_actor
 from leadcrm.services.leads import NewLead, create_lead, get_lead, list_leads
 
@@ -29,31 +29,15 @@ def create(
 ) -> Response[Envelope[Lead]]:
     with UnitOfWork() as uow:
         actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
-        scope = f"leads.create:{actor.organization_id}"
-        fingerprint = idempotency.request_fingerprint(body.model_dump(mode="json"))
-        if idempotency_key is not None:
-            replay = idempotency.claim(uow.connection, scope, idempotency_key, fingerprint)
-            if replay is not None:
-                return json_response(replay.status, replay.body, {"Idempotent-Replayed": "true"})
-        lead = create_lead(
+        new_lead = NewLead(**body.model_dump(exclude={"source"}), source=body.source.value)
+        return respond_once(
             uow,
-            actor,
-            NewLead(
-                name=body.name,
-                email=body.email,
-                phone=body.phone,
-                locale=body.locale,
-                note=body.note,
-                source=body.source.value,
-                is_test=body.is_test,
-            ),
+            f"leads.create:{actor.organization_id}",
+            idempotency_key,
+            body,
+            201,
+            lambda: Envelope[Lead](data=Lead.model_validate(create_lead(uow, actor, new_lead))),
         )
-        response = Envelope[Lead](data=Lead.model_validate(lead))
-        if idempotency_key is not None:
-            stored = idempotency.StoredResponse(201, response.model_dump(mode="json", by_alias=True))
-            idempotency.remember(uow.connection, scope, idempotency_key, stored)
-        uow.commit()
-    return json_response(201, response)
 
 
 @router.get("/organizations/<orgId>/leads/<leadId>", tags=["Leads"], summary="A lead with its timeline")

@@ -1,0 +1,36 @@
+"""Runs a create behind an optional Idempotency-Key, in the caller's unit of work."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from aws_lambda_powertools.event_handler import Response
+from pydantic import BaseModel
+
+from api.http import json_response
+from leadcrm.db.uow import UnitOfWork
+from leadcrm.services import idempotency
+
+REPLAYED_HEADER = {"Idempotent-Replayed": "true"}
+
+
+def respond_once(
+    uow: UnitOfWork, scope: str, key: str | None, request: BaseModel, status: int, produce: Callable[[], BaseModel]
+) -> Response:
+    """Commit `produce()`'s work and answer it; with a key seen before, answer what the first request got.
+
+    The key is claimed and its answer stored in the same transaction as the work, so a replay can never
+    see a half-done create, and a create that rolls back leaves the key free.
+    """
+    if key is None:
+        body = produce()
+        uow.commit()
+        return json_response(status, body)
+    fingerprint = idempotency.request_fingerprint(request.model_dump(mode="json"))
+    replay = idempotency.claim(uow.connection, scope, key, fingerprint)
+    if replay is not None:
+        return json_response(replay.status, replay.body, REPLAYED_HEADER)
+    body = produce().model_dump(mode="json", by_alias=True)
+    idempotency.remember(uow.connection, scope, key, idempotency.StoredResponse(status, body))
+    uow.commit()
+    return json_response(status, body)
