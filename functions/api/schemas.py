@@ -27,6 +27,12 @@ class CamelModel(BaseModel):
         return value
 
 
+class OutModel(BaseModel):
+    """A response body: camelCase out, and columns the client does not see are simply left out."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
 class LeadSource(StrEnum):
     MANUAL = "manual"
     MINISITE = "minisite"
@@ -56,7 +62,7 @@ class CreateLeadBody(CamelModel):
         return self
 
 
-class TimelineEntry(CamelModel):
+class TimelineEntry(OutModel):
     id: uuid.UUID
     kind: str
     type: str
@@ -67,7 +73,7 @@ class TimelineEntry(CamelModel):
     payload: dict[str, Any] | None = None
 
 
-class Lead(CamelModel):
+class Lead(OutModel):
     id: uuid.UUID
     organization_id: uuid.UUID
     name: str | None
@@ -75,6 +81,7 @@ class Lead(CamelModel):
     phone: str | None
     locale: str | None
     note: str | None
+    lost_reason: str | None
     source: str
     status: str
     pipeline_id: uuid.UUID
@@ -96,11 +103,11 @@ class LeadDetail(Lead):
     timeline: list[TimelineEntry]
 
 
-class Envelope(CamelModel, Generic[T]):
+class Envelope(OutModel, Generic[T]):
     data: T
 
 
-class ListEnvelope(CamelModel, Generic[T]):
+class ListEnvelope(OutModel, Generic[T]):
     data: list[T]
     next_cursor: str | None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import command
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from leadcrm.db.engine import get_engine
@@ -17,7 +18,8 @@ def test_the_migrated_schema_has_no_difference_from_the_table_definitions():
 
 def test_the_migrated_database_is_at_the_head_revision():
     with get_engine().connect() as conn:
-        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0001"
+        head = ScriptDirectory.from_config(alembic_config(get_engine())).get_current_head()
+        assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == head
 
 
 def test_downgrade_to_base_removes_every_table_and_upgrade_rebuilds_them(scratch_database_url):

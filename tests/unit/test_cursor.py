@@ -6,7 +6,7 @@ import pytest
 
 from leadcrm.errors import BadRequest
 from leadcrm.ids import uuid7
-from leadcrm.services.leads import decode_cursor, encode_cursor
+from leadcrm.services.lead_queries import decode_cursor, encode_cursor
 
 
 def test_a_cursor_decodes_to_the_id_it_was_made_from():

@@ -7,12 +7,14 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Column,
+    Computed,
     Date,
     DateTime,
     ForeignKey,
     Index,
     Integer,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -70,6 +72,7 @@ STAGE_CATEGORIES = (
 )
 TASK_STATUSES = ("pending", "in_progress", "completed", "cancelled")
 TASK_PRIORITIES = ("low", "medium", "high")
+TAG_CATEGORIES = ("label", "purchase")
 
 organizations = Table(
     "organizations",
@@ -164,13 +167,15 @@ leads = Table(
     Column("name", Text),
     Column("email", Text),
     Column("phone", Text),
+    # Digits only, kept by PostgreSQL: dedup and search by phone ignore how it was typed ("050-123 4567").
+    Column("phone_digits", Text, Computed("regexp_replace(coalesce(phone, ''), '[^0-9]', '', 'g')", persisted=True)),
     Column("locale", Text),
     Column("note", Text),
     Column("source", Text, nullable=False, server_default="manual"),
     Column("status", Text, nullable=False),
     Column("pipeline_id", Uuid, ForeignKey("pipelines.id"), nullable=False),
     Column("stage_id", Uuid, ForeignKey("pipeline_stages.id"), nullable=False),
-    Column("campaign_id", Uuid),
+    Column("campaign_id", Uuid, ForeignKey("lead_campaigns.id", ondelete="SET NULL")),
     Column("assigned_to_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     Column("created_by_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     Column("lost_reason", Text),
@@ -188,7 +193,116 @@ leads = Table(
     Index("ix_leads_org_id", "organization_id", "id"),
     Index("ix_leads_org_status_id", "organization_id", "status", "id"),
     Index("ix_leads_org_lower_email", "organization_id", func.lower(text("email"))),
-    Index("ix_leads_org_phone", "organization_id", "phone"),
+    Index("ix_leads_org_phone_digits", "organization_id", "phone_digits"),
+    Index("ix_leads_org_pipeline_stage", "organization_id", "pipeline_id", "stage_id", "id"),
+    Index("ix_leads_org_assignee", "organization_id", "assigned_to_user_id", "id"),
+    Index("ix_leads_org_campaign", "organization_id", "campaign_id", "id"),
+    Index("ix_leads_org_updated_at", "organization_id", "updated_at", "id"),
+    Index("ix_leads_org_status_changed_at", "organization_id", "status_changed_at", "id"),
+)
+
+# A lead's placements in pipelines other than its primary one (the primary lives on the lead row,
+# which leads.status mirrors). set-primary swaps a placement with the lead row's pipeline and stage.
+lead_pipeline_placements = Table(
+    "lead_pipeline_placements",
+    metadata,
+    _id(),
+    _org(),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("pipeline_id", Uuid, ForeignKey("pipelines.id", ondelete="CASCADE"), nullable=False),
+    Column("stage_id", Uuid, ForeignKey("pipeline_stages.id"), nullable=False),
+    _created_at(),
+    _updated_at(),
+    Index("uq_lead_pipeline_placements_lead_pipeline", "lead_id", "pipeline_id", unique=True),
+    Index("ix_lead_pipeline_placements_org_pipeline_stage", "organization_id", "pipeline_id", "stage_id"),
+)
+
+# Campaign hooks: which exact ad, form or surface brought a lead. Integrations and minisite surfaces
+# find-or-create on (organization, channel, external_ref); manual buckets have no external_ref.
+lead_campaigns = Table(
+    "lead_campaigns",
+    metadata,
+    _id(),
+    _org(),
+    Column("name", Text, nullable=False),
+    Column("channel", Text, nullable=False, server_default="manual"),
+    Column("external_ref", Text),
+    Column("color", Text),
+    Column("archived_at", DateTime(timezone=True)),
+    _created_at(),
+    _updated_at(),
+    Index(
+        "uq_lead_campaigns_org_channel_ref",
+        "organization_id",
+        "channel",
+        "external_ref",
+        unique=True,
+        postgresql_where=text("external_ref IS NOT NULL"),
+    ),
+)
+
+lead_tags = Table(
+    "lead_tags",
+    metadata,
+    _id(),
+    _org(),
+    Column("name", Text, nullable=False),
+    Column("category", Text, nullable=False, server_default="label"),
+    Column("color", Text),
+    _created_at(),
+    _updated_at(),
+    CheckConstraint(_one_of("category", TAG_CATEGORIES), name="category"),
+    Index("uq_lead_tags_org_category_name", "organization_id", "category", func.lower(text("name")), unique=True),
+)
+
+lead_tag_assignments = Table(
+    "lead_tag_assignments",
+    metadata,
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("tag_id", Uuid, ForeignKey("lead_tags.id", ondelete="CASCADE"), nullable=False),
+    _org(),
+    _created_at(),
+    PrimaryKeyConstraint("lead_id", "tag_id", name="pk_lead_tag_assignments"),
+    Index("ix_lead_tag_assignments_org_tag_lead", "organization_id", "tag_id", "lead_id"),
+)
+
+# What each entry point received, as it was sent: corrections to the lead never erase the visitor's words.
+lead_receipts = Table(
+    "lead_receipts",
+    metadata,
+    _id(),
+    _org(),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("duplicate", Boolean, nullable=False, server_default=text("false")),
+    Column("payload", JSONB, nullable=False),
+    Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Index("ix_lead_receipts_org_lead", "organization_id", "lead_id", "received_at"),
+)
+
+# The organization's minisite events (published by the platform): a capture naming one is checked
+# against this table, and the event's campaign hook is resolved here, never taken from the caller.
+minisite_events = Table(
+    "minisite_events",
+    metadata,
+    _id(),
+    _org(),
+    Column("title", Text, nullable=False),
+    Column("campaign_id", Uuid, ForeignKey("lead_campaigns.id", ondelete="SET NULL")),
+    Column("archived_at", DateTime(timezone=True)),
+    _created_at(),
+    _updated_at(),
+)
+
+# Fixed-window request counters for public endpoints (per client IP, per organization).
+rate_limit_counters = Table(
+    "rate_limit_counters",
+    metadata,
+    Column("bucket", Text, nullable=False),
+    Column("window_start", DateTime(timezone=True), nullable=False),
+    Column("hits", Integer, nullable=False, server_default=text("1")),
+    PrimaryKeyConstraint("bucket", "window_start", name="pk_rate_limit_counters"),
+    Index("ix_rate_limit_counters_window_start", "window_start"),
 )
 
 lead_status_events = Table(

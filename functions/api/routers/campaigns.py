@@ -1,0 +1,7 @@
+"""Campaign hooks (staff): `/organizations/{orgId}/leads/campaigns`."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+router = APIGatewayHttpRouter()

@@ -1,0 +1,7 @@
+"""Lead tags (staff): `/organizations/{orgId}/leads/tags` and tagging leads."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+router = APIGatewayHttpRouter()

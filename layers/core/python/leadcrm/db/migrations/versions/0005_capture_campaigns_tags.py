@@ -1,0 +1,21 @@
+"""capture campaigns tags (reserved: filled by the work on this area, or removed if it needs no schema change)
+
+Revision ID: 0005
+Revises: 0004
+Create Date: 2026-11-29
+"""
+
+from __future__ import annotations
+
+revision = "0005"
+down_revision = "0004"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
