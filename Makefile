@@ -52,3 +52,7 @@ migrate: install  ## applies migrations to DATABASE_URL (or DB_* settings)
 
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache
+
+.PHONY: bench
+bench: install  ## seeds its own PostgreSQL once (1M leads; BENCH_QUICK=1: 100k) and measures lists, detail, bulk move
+	$(BIN)/python -m bench

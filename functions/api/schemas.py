@@ -54,6 +54,10 @@ class CreateLeadBody(CamelModel):
     note: str | None = Field(default=None, max_length=5000)
     source: LeadSource = LeadSource.MANUAL
     is_test: bool = False
+    # A live campaign hook of this organization (400 CAMPAIGN_NOT_FOUND otherwise).
+    campaign_id: uuid.UUID | None = None
+    # An active staff member of this organization (400 ASSIGNEE_NOT_STAFF otherwise).
+    assigned_to_user_id: uuid.UUID | None = None
 
     @model_validator(mode="after")
     def _someone_to_contact(self) -> CreateLeadBody:
@@ -97,10 +101,6 @@ class Lead(OutModel):
     status_changed_at: datetime
     created_at: datetime
     updated_at: datetime
-
-
-class LeadDetail(Lead):
-    timeline: list[TimelineEntry]
 
 
 class Envelope(OutModel, Generic[T]):

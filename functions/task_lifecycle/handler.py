@@ -17,11 +17,15 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.services.lifecycle import handle_event
 from leadcrm.services.outbox import relay_unpublished
+from leadcrm.services.rate_limits import delete_expired_counters
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
 
-JOBS: dict[str, Callable[[], dict[str, int]]] = {"outbox_relay": relay_unpublished}
+JOBS: dict[str, Callable[[], dict[str, int]]] = {
+    "outbox_relay": relay_unpublished,
+    "rate_limit_cleanup": delete_expired_counters,
+}
 
 
 def record_handler(record: SQSRecord) -> bool:

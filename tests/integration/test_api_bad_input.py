@@ -105,8 +105,9 @@ def test_an_unsupported_method_on_a_known_path_is_not_a_500(caller):
 
 
 def test_an_over_long_idempotency_key_is_a_400(caller):
-    response = call_api("POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Ada"},
-                        headers={"idempotency-key": "k" * 256})
+    response = call_api(
+        "POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Ada"}, headers={"idempotency-key": "k" * 256}
+    )
     assert (response.status, response.error_code) == (400, "INVALID_IDEMPOTENCY_KEY")
 
 

@@ -78,9 +78,9 @@ def test_creating_a_lead_records_its_first_status_event_from_nothing_to_new_by_t
     caller = make_caller()
     lead_id = uuid.UUID(_create(caller).data["id"])
     with get_engine().connect() as conn:
-        events = conn.execute(
-            select(lead_status_events).where(lead_status_events.c.lead_id == lead_id)
-        ).mappings().all()
+        events = (
+            conn.execute(select(lead_status_events).where(lead_status_events.c.lead_id == lead_id)).mappings().all()
+        )
     assert len(events) == 1
     assert events[0]["from_status"] is None
     assert events[0]["to_status"] == "new"

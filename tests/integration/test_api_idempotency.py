@@ -101,10 +101,17 @@ def test_the_same_key_used_by_one_user_in_two_organizations_creates_in_each():
     assert _lead_count(caller.org_id) == _lead_count(second_org.id) == 1
 
 
-def test_without_a_key_the_same_body_creates_two_leads():
+def test_without_a_key_the_same_body_is_a_new_request_and_dedup_answers_it():
     caller = make_caller()
-    _create(caller)
-    _create(caller)
+    assert _create(caller).status == 201
+    assert _create(caller).status == 409  # same email: DUPLICATE_LEAD, not a replay
+    assert _lead_count(caller.org_id) == 1
+
+
+def test_without_a_key_the_same_name_only_body_creates_two_leads():
+    caller = make_caller()
+    _create(caller, body={"name": "Ada"})
+    _create(caller, body={"name": "Ada"})
     assert _lead_count(caller.org_id) == 2
 
 

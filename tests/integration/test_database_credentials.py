@@ -14,18 +14,33 @@ from leadcrm.db.engine import build_engine
 def _settings(database_url: str, **overrides: object) -> DatabaseSettings:
     url = make_url(database_url)
     values: dict[str, object] = {
-        "url": None, "auth_mode": "secret", "host": url.host, "port": url.port, "name": url.database,
-        "user": url.username, "secret_arn": None, "pool_size": 1, "ssl": False,
+        "url": None,
+        "auth_mode": "secret",
+        "host": url.host,
+        "port": url.port,
+        "name": url.database,
+        "user": url.username,
+        "secret_arn": None,
+        "pool_size": 1,
+        "ssl": False,
     }
     return DatabaseSettings(**{**values, **overrides})  # type: ignore[arg-type]
 
 
 def test_secret_mode_reads_user_password_and_database_from_secrets_manager(database_url: str) -> None:
     url = make_url(database_url)
-    arn = boto3.client("secretsmanager").create_secret(Name="leadcrm/db", SecretString=json.dumps({
-        "username": url.username, "password": "from-the-secret", "host": "ignored-when-db-host-is-set",
-        "port": url.port, "dbname": url.database,
-    }))["ARN"]
+    arn = boto3.client("secretsmanager").create_secret(
+        Name="leadcrm/db",
+        SecretString=json.dumps(
+            {
+                "username": url.username,
+                "password": "from-the-secret",
+                "host": "ignored-when-db-host-is-set",
+                "port": url.port,
+                "dbname": url.database,
+            }
+        ),
+    )["ARN"]
 
     engine = build_engine(_settings(database_url, secret_arn=arn))
 

@@ -36,9 +36,12 @@ def _deliveries(queue) -> list[dict]:
 
 def _activities(lead_id: str) -> list[dict]:
     with get_engine().connect() as conn:
-        return [dict(r) for r in conn.execute(
-            select(lead_activity_events).where(lead_activity_events.c.lead_id == uuid.UUID(lead_id))
-        ).mappings()]
+        return [
+            dict(r)
+            for r in conn.execute(
+                select(lead_activity_events).where(lead_activity_events.c.lead_id == uuid.UUID(lead_id))
+            ).mappings()
+        ]
 
 
 def _outbox_row(lead_id: str) -> dict:
@@ -114,23 +117,23 @@ def test_a_broken_record_is_reported_while_a_good_one_in_the_same_batch_is_proce
 
 def test_an_envelope_without_detail_is_reported_as_a_failure(task_lifecycle, ctx):
     no_detail = sqs_record({"version": "0", "detail-type": "lead.created"}, queue_name="leadcrm-task-lifecycle")
-    ignored = sqs_record(eventbridge_envelope("something.else", {"eventId": str(uuid.uuid4())}),
-                         queue_name="leadcrm-task-lifecycle")
+    ignored = sqs_record(
+        eventbridge_envelope("something.else", {"eventId": str(uuid.uuid4())}), queue_name="leadcrm-task-lifecycle"
+    )
     result = task_lifecycle(sqs_event(no_detail, ignored), ctx)
     assert result == {"batchItemFailures": [{"itemIdentifier": no_detail["messageId"]}]}
 
 
-def test_a_batch_in_which_every_record_fails_fails_the_invocation_so_the_whole_batch_is_retried(
-    task_lifecycle, ctx
-):
+def test_a_batch_in_which_every_record_fails_fails_the_invocation_so_the_whole_batch_is_retried(task_lifecycle, ctx):
     broken = sqs_record("{not json", queue_name="leadcrm-task-lifecycle")
     with pytest.raises(BatchProcessingError):
         task_lifecycle(sqs_event(broken), ctx)
 
 
 def test_an_event_type_nobody_handles_is_acknowledged(task_lifecycle, ctx):
-    envelope = eventbridge_envelope("membership.activated", {"eventId": str(uuid.uuid4()), "payload": {}},
-                                    source="platform.memberships")
+    envelope = eventbridge_envelope(
+        "membership.activated", {"eventId": str(uuid.uuid4()), "payload": {}}, source="platform.memberships"
+    )
     record = sqs_record(envelope, queue_name="leadcrm-task-lifecycle")
     assert task_lifecycle(sqs_event(record), ctx) == {"batchItemFailures": []}
 
@@ -139,15 +142,19 @@ def test_lead_created_for_a_lead_that_no_longer_exists_is_acknowledged_and_recor
     caller = make_caller()
     missing_lead = str(uuid.uuid4())
     detail = {
-        "eventId": str(uuid.uuid4()), "type": "lead.created", "organizationId": str(caller.org_id),
-        "aggregateId": missing_lead, "occurredAt": "2026-01-01T00:00:00+00:00",
+        "eventId": str(uuid.uuid4()),
+        "type": "lead.created",
+        "organizationId": str(caller.org_id),
+        "aggregateId": missing_lead,
+        "occurredAt": "2026-01-01T00:00:00+00:00",
         "payload": {"leadId": missing_lead, "source": "manual"},
     }
     record = sqs_record(eventbridge_envelope("lead.created", detail), queue_name="leadcrm-task-lifecycle")
     assert task_lifecycle(sqs_event(record), ctx) == {"batchItemFailures": []}
     with get_engine().connect() as conn:
         count = conn.execute(
-            select(func.count()).select_from(lead_activity_events)
+            select(func.count())
+            .select_from(lead_activity_events)
             .where(lead_activity_events.c.lead_id == uuid.UUID(missing_lead))
         ).scalar_one()
     assert count == 0

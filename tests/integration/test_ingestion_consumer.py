@@ -24,8 +24,15 @@ def _webhook_message(kind: str = "meta.leadgen") -> dict:
 
 
 def _s3_notification() -> dict:
-    return {"Records": [{"eventSource": "aws:s3", "eventName": "ObjectCreated:Put",
-                         "s3": {"bucket": {"name": "leadcrm-inbound"}, "object": {"key": "inbound/m1"}}}]}
+    return {
+        "Records": [
+            {
+                "eventSource": "aws:s3",
+                "eventName": "ObjectCreated:Put",
+                "s3": {"bucket": {"name": "leadcrm-inbound"}, "object": {"key": "inbound/m1"}},
+            }
+        ]
+    }
 
 
 def test_only_the_unrecognised_message_of_a_batch_is_reported_as_failed(ingest):
@@ -42,8 +49,12 @@ def test_a_message_that_is_not_json_is_reported_as_failed(ingest):
 
 
 def test_a_batch_of_recognised_messages_reports_no_failures(ingest):
-    batch = sqs_event(sqs_record(_webhook_message()), sqs_record(_webhook_message("whatsapp")),
-                      sqs_record(_s3_notification()), sqs_record({"Event": "s3:TestEvent"}))
+    batch = sqs_event(
+        sqs_record(_webhook_message()),
+        sqs_record(_webhook_message("whatsapp")),
+        sqs_record(_s3_notification()),
+        sqs_record({"Event": "s3:TestEvent"}),
+    )
     assert ingest(batch) == {"batchItemFailures": []}
 
 

@@ -39,7 +39,8 @@ def _outbox_row(lead_id: str) -> dict:
 def _backdate(lead_id: str, by: timedelta = timedelta(minutes=5)) -> None:
     with get_engine().begin() as conn:
         conn.execute(
-            update(outbox).where(outbox.c.aggregate_id == uuid.UUID(lead_id))
+            update(outbox)
+            .where(outbox.c.aggregate_id == uuid.UUID(lead_id))
             .values(occurred_at=outbox.c.occurred_at - by)
         )
 
@@ -121,7 +122,8 @@ def test_a_relay_with_nothing_left_behind_publishes_nothing(event_bus, task_life
     assert task_lifecycle({"job": "outbox_relay"}, ctx) == {"job": "outbox_relay", "published": 0, "failed": 0}
     with get_engine().connect() as conn:
         old_unpublished = conn.execute(
-            select(func.count()).select_from(outbox)
+            select(func.count())
+            .select_from(outbox)
             .where(outbox.c.published_at.is_(None), outbox.c.occurred_at < func.now() - timedelta(seconds=30))
         ).scalar_one()
     assert old_unpublished == 0

@@ -16,7 +16,8 @@ from tests.support.factories import make_organization
 def _pipeline_counts(engine, org_id) -> tuple[int, int]:
     with engine.connect() as conn:
         defaults = conn.execute(
-            select(func.count()).select_from(pipelines)
+            select(func.count())
+            .select_from(pipelines)
             .where(pipelines.c.organization_id == org_id, pipelines.c.is_default)
         ).scalar_one()
         stages = conn.execute(

@@ -41,8 +41,13 @@ def test_a_staff_create_with_an_idempotency_key_costs_at_most_two_more_statement
     caller = make_caller()
     _create(caller, "seeds the default pipeline")
     with count_statements(get_engine()) as log:
-        response = call_api("POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Ada"},
-                            headers={"idempotency-key": "count-me"})
+        response = call_api(
+            "POST",
+            leads_path(caller.org_id),
+            sub=caller.sub,
+            body={"name": "Ada"},
+            headers={"idempotency-key": "count-me"},
+        )
     assert response.status == 201
     print(f"\n[sql] staff create with Idempotency-Key: {len(log)} statements\n{log.describe()}")
     assert len(log) <= MAX_STATEMENTS_STAFF_CREATE + 2

@@ -91,13 +91,15 @@ def _signed(secret: str, raw: bytes) -> dict[str, str]:
 
 def _post(path: str, payload: Any, *, secret: str, is_base64: bool = False, headers: dict | None = None) -> dict:
     raw = json.dumps(payload).encode()
-    return function_url_event("POST", path, body=raw, is_base64=is_base64,
-                              headers={**_signed(secret, raw), **(headers or {})})
+    return function_url_event(
+        "POST", path, body=raw, is_base64=is_base64, headers={**_signed(secret, raw), **(headers or {})}
+    )
 
 
 def _handshake(token: str, mode: str = "subscribe", challenge: str = "1158201444") -> dict:
     return function_url_event(
-        "GET", "/webhooks/meta/leadgen",
+        "GET",
+        "/webhooks/meta/leadgen",
         query={"hub.mode": mode, "hub.verify_token": token, "hub.challenge": challenge},
     )
 
@@ -134,8 +136,11 @@ def test_the_handshake_without_any_query_is_refused_with_403(receive):
 
 def test_the_whatsapp_endpoint_answers_the_handshake_too(receive, meta_secrets):
     _, verify_token = meta_secrets
-    event = function_url_event("GET", "/webhooks/whatsapp", query={
-        "hub.mode": "subscribe", "hub.verify_token": verify_token, "hub.challenge": "42"})
+    event = function_url_event(
+        "GET",
+        "/webhooks/whatsapp",
+        query={"hub.mode": "subscribe", "hub.verify_token": verify_token, "hub.challenge": "42"},
+    )
     assert receive(event)["body"] == "42"
 
 
@@ -240,7 +245,8 @@ def test_secrets_can_come_from_secrets_manager(receive, monkeypatch, ingestion_q
     from webhooks import secrets
 
     arn = aws_client("secretsmanager").create_secret(
-        Name="leadcrm/meta", SecretString=json.dumps({"appSecret": "from-sm", "verifyToken": "sm-token"}),
+        Name="leadcrm/meta",
+        SecretString=json.dumps({"appSecret": "from-sm", "verifyToken": "sm-token"}),
     )["ARN"]
     monkeypatch.setenv("META_SECRET_ARN", arn)
     monkeypatch.setenv("META_APP_SECRET", "ignored-when-an-arn-is-set")

@@ -43,7 +43,10 @@ class Queue:
         messages: list[dict[str, Any]] = []
         while True:
             batch = sqs.receive_message(
-                QueueUrl=self.url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageAttributeNames=["All"],
+                QueueUrl=self.url,
+                MaxNumberOfMessages=10,
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
             ).get("Messages", [])
             if not batch:
                 return messages
@@ -62,8 +65,9 @@ def make_event_bus(name: str = EVENT_BUS) -> str:
     return name
 
 
-def route_bus_to_queue(bus: str, queue: Queue, *, rule: str = "to-task-lifecycle",
-                       pattern: dict[str, Any] | None = None) -> None:
+def route_bus_to_queue(
+    bus: str, queue: Queue, *, rule: str = "to-task-lifecycle", pattern: dict[str, Any] | None = None
+) -> None:
     events = aws_client("events")
     events.put_rule(Name=rule, EventBusName=bus, EventPattern=json.dumps(pattern or LIFECYCLE_PATTERN))
     events.put_targets(Rule=rule, EventBusName=bus, Targets=[{"Id": "queue", "Arn": queue.arn}])

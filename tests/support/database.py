@@ -19,8 +19,9 @@ def throwaway_database_name() -> str:
 
 
 def _admin_engine(server_url: str) -> Engine:
-    return create_engine(pg8000_url(server_url).set(database="postgres"), isolation_level="AUTOCOMMIT",
-                         poolclass=NullPool)
+    return create_engine(
+        pg8000_url(server_url).set(database="postgres"), isolation_level="AUTOCOMMIT", poolclass=NullPool
+    )
 
 
 def create_database(server_url: str, name: str) -> str:

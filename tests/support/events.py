@@ -269,8 +269,9 @@ def sqs_record_from_message(message: dict[str, Any], *, queue_name: str) -> dict
         for name, value in (message.get("MessageAttributes") or {}).items()
     }
     system = message.get("Attributes") or {}
-    record = sqs_record(message["Body"], message_id=message["MessageId"], message_attributes=attributes,
-                        queue_name=queue_name)
+    record = sqs_record(
+        message["Body"], message_id=message["MessageId"], message_attributes=attributes, queue_name=queue_name
+    )
     record["receiptHandle"] = message["ReceiptHandle"]
     record["md5OfBody"] = message["MD5OfBody"]
     record["attributes"].update({k: v for k, v in system.items() if k in record["attributes"]})

@@ -69,7 +69,9 @@ def _write(statement: Any, conn: Connection | None) -> None:
 
 
 def make_organization(
-    *, name: str | None = None, features: dict[str, Any] | list[str] | None = None,
+    *,
+    name: str | None = None,
+    features: dict[str, Any] | list[str] | None = None,
     conn: Connection | None = None,
 ) -> Organization:
     """An organization with lead management on, unless `features` says otherwise."""
@@ -77,16 +79,16 @@ def make_organization(
     name = name or f"Studio {org_id.hex[-6:]}"
     _write(
         insert(organizations).values(
-            id=org_id, name=name, features=LEAD_MANAGEMENT_ON if features is None else features,
+            id=org_id,
+            name=name,
+            features=LEAD_MANAGEMENT_ON if features is None else features,
         ),
         conn,
     )
     return Organization(id=org_id, name=name)
 
 
-def make_user(
-    *, auth_subject: str | None = None, email: str | None = None, conn: Connection | None = None
-) -> User:
+def make_user(*, auth_subject: str | None = None, email: str | None = None, conn: Connection | None = None) -> User:
     """A user who can sign in; `auth_subject` (the JWT `sub`) defaults to a fresh unique one."""
     user_id = uuid7()
     subject = auth_subject or f"user_{uuid.uuid4().hex}"
@@ -112,7 +114,11 @@ def make_membership(
     membership_id = uuid7()
     _write(
         insert(memberships).values(
-            id=membership_id, organization_id=org_id, user_id=user_id, role=role, status=status,
+            id=membership_id,
+            organization_id=org_id,
+            user_id=user_id,
+            role=role,
+            status=status,
             deleted_at=datetime.now(UTC) if deleted else None,
         ),
         conn,

@@ -16,7 +16,15 @@ from leadcrm.domain.statuses import (
 
 def test_there_are_exactly_the_nine_categories_of_the_design():
     assert {c.value for c in StageCategory} == {
-        "new", "contacted", "callback", "trial_booked", "no_show", "converted", "customer", "lost", "frozen",
+        "new",
+        "contacted",
+        "callback",
+        "trial_booked",
+        "no_show",
+        "converted",
+        "customer",
+        "lost",
+        "frozen",
     }
 
 

@@ -2,22 +2,44 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import auth_subject, entity_id, organization_id
-from api.schemas import Envelope, Lead, LeadDetail, ListEnvelope
+from api.schemas import Envelope, ListEnvelope
+from api.schemas_lead_reads import LeadDetail, LeadListItem
 from leadcrm.db.uow import UnitOfWork
+from leadcrm.domain.lead_list import (
+    DEFAULT_PAGE_SIZE,
+    MAX_CURSOR_LENGTH,
+    MAX_PAGE_SIZE,
+    MAX_STAGE_IDS,
+    MAX_TAG_IDS,
+    SEARCH_MAX_LENGTH,
+    SEARCH_MIN_LENGTH,
+    ArchivedFilter,
+    AssignedToFilter,
+    LeadListFilters,
+    LeadSort,
+    SortOrder,
+    decode_cursor,
+    parse_search,
+    unique,
+)
 from leadcrm.domain.statuses import StageCategory
 from leadcrm.services.access import require_staff, resolve_actor
 from leadcrm.services.lead_queries import get_lead, list_leads
 
 router = APIGatewayHttpRouter()
 
+# Repeated values count once; the bound only stops absurd query strings.
+MAX_STATUSES = 2 * len(StageCategory)
 
-@router.get("/organizations/<orgId>/leads/<leadId>", tags=["Leads"], summary="A lead with its timeline")
+
+@router.get("/organizations/<orgId>/leads/<leadId>", tags=["Leads"], summary="A lead with its pipelines and timeline")
 def read(orgId: str, leadId: str) -> Envelope[LeadDetail]:
     with UnitOfWork() as uow:
         actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
@@ -25,16 +47,54 @@ def read(orgId: str, leadId: str) -> Envelope[LeadDetail]:
     return Envelope[LeadDetail](data=LeadDetail.model_validate(lead))
 
 
-@router.get("/organizations/<orgId>/leads", tags=["Leads"], summary="Leads, newest first (keyset pages)")
+@router.get(
+    "/organizations/<orgId>/leads",
+    tags=["Leads"],
+    summary="Leads, filtered and sorted, in keyset pages",
+    description=(
+        "Filters combine with AND. `status`, `stageIds` and `tags` take several values (comma-separated or "
+        "repeated). `tags` lists leads having ANY of the tags. `stageIds` with `pipelineId` filters on the "
+        "lead's effective stage in that pipeline (its secondary placement's stage, else its primary stage "
+        "when that pipeline is its primary one); without `pipelineId`, on the primary stage. `assignedTo` is "
+        "`me` (the caller) or `unassigned`; other users' ids are not accepted. `search` matches name and "
+        "email case-insensitively, and the phone's digits when the term has 3 digits or more. `nextCursor` "
+        "is valid only with the sort and order it was issued for."
+    ),
+)
 def index(
     orgId: str,  # the path names it as the API documents it
-    limit: Annotated[int, Query(ge=1, le=100)] = 50,
-    cursor: Annotated[str | None, Query(max_length=64)] = None,
-    status: Annotated[StageCategory | None, Query()] = None,
-) -> ListEnvelope[Lead]:
+    status: Annotated[list[StageCategory] | None, Query(max_length=MAX_STATUSES)] = None,
+    pipelineId: Annotated[uuid.UUID | None, Query()] = None,
+    stageIds: Annotated[list[uuid.UUID] | None, Query(max_length=MAX_STAGE_IDS)] = None,
+    tags: Annotated[list[uuid.UUID] | None, Query(max_length=MAX_TAG_IDS)] = None,
+    campaignId: Annotated[uuid.UUID | None, Query()] = None,
+    archived: Annotated[ArchivedFilter, Query()] = ArchivedFilter.LIVE,
+    assignedTo: Annotated[AssignedToFilter | None, Query()] = None,
+    isTest: Annotated[bool | None, Query()] = None,
+    search: Annotated[str | None, Query(min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)] = None,
+    sort: Annotated[LeadSort, Query()] = LeadSort.CREATED_AT,
+    order: Annotated[SortOrder, Query()] = SortOrder.DESC,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+) -> ListEnvelope[LeadListItem]:
+    filters = LeadListFilters(
+        statuses=tuple(s.value for s in unique(status)),
+        pipeline_id=pipelineId,
+        stage_ids=unique(stageIds),
+        tag_ids=unique(tags),
+        campaign_id=campaignId,
+        archived=archived,
+        assigned_to=assignedTo,
+        is_test=isTest,
+        search=parse_search(search),
+        sort=sort,
+        order=order,
+        limit=limit,
+        after=decode_cursor(cursor, sort, order) if cursor is not None else None,
+    )
     with UnitOfWork() as uow:
         actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
-        page = list_leads(
-            uow.connection, actor.organization_id, limit=limit, cursor=cursor, status=status.value if status else None
-        )
-    return ListEnvelope[Lead](data=[Lead.model_validate(i) for i in page.items], next_cursor=page.next_cursor)
+        page = list_leads(uow.connection, actor, filters)
+    return ListEnvelope[LeadListItem](
+        data=[LeadListItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor
+    )

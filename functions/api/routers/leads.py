@@ -1,4 +1,9 @@
-"""Staff create: `POST /organizations/{orgId}/leads`."""
+"""Staff create (G2): `POST /organizations/{orgId}/leads`.
+
+Same path as the public capture, except: the caller must be staff, is the status event's actor, and may set
+the source (default manual), a campaign hook of the organization and an assignee; a duplicate is a 409
+naming the existing lead. An Idempotency-Key replay answers the first 201 (it never meets the dedup).
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,10 @@ from leadcrm.services.leads import NewLead, create_lead
 
 router = APIGatewayHttpRouter()
 
-LEAD_201 = {201: {"description": "The lead was created (or the first answer replayed)"}}
+LEAD_201 = {
+    201: {"description": "The lead was created (or the first answer replayed)"},
+    409: {"description": "DUPLICATE_LEAD: the person is already a lead here (existingLeadId, existingLeadName)"},
+}
 
 
 @router.post("/organizations/<orgId>/leads", tags=["Leads"], summary="Create a lead (staff)", responses=LEAD_201)
@@ -29,11 +37,12 @@ def create(
     with UnitOfWork() as uow:
         actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
         new_lead = NewLead(**body.model_dump(exclude={"source"}), source=body.source.value)
+        received = body.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return respond_once(
             uow,
             f"leads.create:{actor.organization_id}",
             idempotency_key,
             body,
             201,
-            lambda: Envelope[Lead](data=Lead.model_validate(create_lead(uow, actor, new_lead))),
+            lambda: Envelope[Lead](data=Lead.model_validate(create_lead(uow, actor, new_lead, received=received))),
         )

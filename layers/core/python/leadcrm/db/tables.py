@@ -141,6 +141,8 @@ pipelines = Table(
     _updated_at(),
     # Race-safe lazy seeding: concurrent first requests can make only one default pipeline.
     Index("uq_pipelines_one_default", "organization_id", unique=True, postgresql_where=text("is_default")),
+    # Reopened leads of an archived pipeline go to the default one, so the default is never archived.
+    CheckConstraint("NOT (is_default AND archived_at IS NOT NULL)", name="default_not_archived"),
 )
 
 pipeline_stages = Table(
@@ -156,6 +158,7 @@ pipeline_stages = Table(
     _created_at(),
     _updated_at(),
     CheckConstraint(_one_of("category", STAGE_CATEGORIES), name="category"),
+    CheckConstraint("position >= 0", name="position_not_negative"),
     Index("ix_pipeline_stages_pipeline_position", "organization_id", "pipeline_id", "position"),
 )
 
@@ -199,6 +202,21 @@ leads = Table(
     Index("ix_leads_org_campaign", "organization_id", "campaign_id", "id"),
     Index("ix_leads_org_updated_at", "organization_id", "updated_at", "id"),
     Index("ix_leads_org_status_changed_at", "organization_id", "status_changed_at", "id"),
+    # The list's default sort (createdAt) pages on (created_at, id) within the organization.
+    # Migration 0006 also adds planner statistics (an assignee, campaign, pipeline or stage belongs to one
+    # organization) and turns parallel scans off for leads: Alembic does not model either.
+    Index("ix_leads_org_created_at", "organization_id", "created_at", "id"),
+    # List search: substrings of name and email (ILIKE) and of the phone's digits, within the organization
+    # (pg_trgm for the substrings, btree_gin for organization_id inside one GIN index).
+    Index(
+        "ix_leads_org_search_trgm",
+        "organization_id",
+        "name",
+        "email",
+        "phone_digits",
+        postgresql_using="gin",
+        postgresql_ops={"name": "gin_trgm_ops", "email": "gin_trgm_ops", "phone_digits": "gin_trgm_ops"},
+    ),
 )
 
 # A lead's placements in pipelines other than its primary one (the primary lives on the lead row,
@@ -239,6 +257,8 @@ lead_campaigns = Table(
         unique=True,
         postgresql_where=text("external_ref IS NOT NULL"),
     ),
+    # The campaign picker: live hooks by name (keyset on name, id).
+    Index("ix_lead_campaigns_org_name", "organization_id", "name", "id", postgresql_where=text("archived_at IS NULL")),
 )
 
 lead_tags = Table(
@@ -316,6 +336,8 @@ lead_status_events = Table(
     Column("from_stage_id", Uuid),
     Column("to_stage_id", Uuid),
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    # Why the lead moved, when the move needs one (the lost reason): the history keeps every reason.
+    Column("reason", Text),
     Column("changed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Index("ix_lead_status_events_lead", "organization_id", "lead_id", "changed_at"),
 )

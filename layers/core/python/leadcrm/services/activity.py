@@ -10,12 +10,23 @@ import logging
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection, Text, Uuid, insert, select
+from sqlalchemy.dialects.postgresql import JSONB
 
+from leadcrm.db.recordsets import recordset
 from leadcrm.db.tables import lead_activity_events
 from leadcrm.ids import uuid7
 
 logger = logging.getLogger(__name__)
+
+_COLUMNS = {
+    "id": Uuid,
+    "organization_id": Uuid,
+    "lead_id": Uuid,
+    "type": Text,
+    "payload": JSONB,
+    "actor_user_id": Uuid,
+}
 
 
 def record_activity(
@@ -27,32 +38,35 @@ def record_activity(
     actor_user_id: uuid.UUID | None = None,
 ) -> bool:
     """Append one timeline entry; False (logged, not raised) when it could not be written."""
-    try:
-        with conn.begin_nested():
-            conn.execute(
-                insert(lead_activity_events).values(
-                    id=uuid7(),
-                    organization_id=organization_id,
-                    lead_id=lead_id,
-                    type=activity_type,
-                    payload=payload or {},
-                    actor_user_id=actor_user_id,
-                )
-            )
-        return True
-    except Exception:
-        logger.exception("timeline entry not written", extra={"leadId": str(lead_id), "type": activity_type})
-        return False
+    return record_activities(
+        conn,
+        [
+            {
+                "organization_id": organization_id,
+                "lead_id": lead_id,
+                "type": activity_type,
+                "payload": payload or {},
+                "actor_user_id": actor_user_id,
+            }
+        ],
+    )
 
 
 def record_activities(conn: Connection, rows: list[dict[str, Any]]) -> bool:
-    """Many timeline entries in one statement (bulk operations); each row has the column names above."""
+    """Many timeline entries in ONE statement (any number of rows); each row names the columns above."""
     if not rows:
         return True
+    source = recordset(
+        "activities",
+        "activities",
+        [{"id": uuid7(), "payload": {}, "actor_user_id": None, **row} for row in rows],
+        _COLUMNS,
+    )
+    statement = insert(lead_activity_events).from_select(list(_COLUMNS), select(*(source.c[n] for n in _COLUMNS)))
     try:
         with conn.begin_nested():
-            conn.execute(insert(lead_activity_events), [{"id": uuid7(), "payload": {}, **row} for row in rows])
+            conn.execute(statement)
         return True
     except Exception:
-        logger.exception("bulk timeline entries not written", extra={"count": len(rows)})
+        logger.exception("timeline entries not written", extra={"count": len(rows)})
         return False

@@ -1,4 +1,9 @@
-"""Reactions to domain events delivered from the bus (at least once, in any order)."""
+"""Reactions to events delivered from the bus (at least once, in any order).
+
+Two shapes arrive. Our own events (source `leadcrm`) carry the outbox envelope as `detail`: eventId, type,
+organizationId, aggregateId, payload. Platform events (source `platform.*`, e.g. minisite events) carry
+the platform's own detail, with no eventId/payload wrapper: each handler reads the shape of its type.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +11,12 @@ import logging
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, DateTime, Text, Uuid, cast, func, literal, null, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.db.tables import lead_activity_events, leads
+from leadcrm.db.tables import lead_activity_events, leads, minisite_events, organizations
 from leadcrm.domain.events import LEAD_CREATED
-from leadcrm.ids import uuid7
+from leadcrm.ids import parse_uuid, uuid7
 
 logger = logging.getLogger(__name__)
 
@@ -54,4 +59,62 @@ def _record_lead_created(conn: Connection, detail: dict[str, Any]) -> bool:
     return inserted is not None
 
 
-_HANDLERS = {LEAD_CREATED: _record_lead_created}
+# --- platform: minisite events ----------------------------------------------------------------------------
+
+MINISITE_EVENT_PUBLISHED = "minisite_event.published"
+MINISITE_EVENT_UPDATED = "minisite_event.updated"
+MINISITE_EVENT_ARCHIVED = "minisite_event.archived"
+MAX_MINISITE_EVENT_TITLE = 500
+
+
+def _upsert_minisite_event(conn: Connection, detail: dict[str, Any], *, archive: bool) -> bool:
+    """Keep the organization's minisite events (what a public capture's minisiteEventId is checked against).
+
+    Platform detail: {organizationId, eventId, title}. Idempotent upsert keyed by the event id; a redelivery
+    or a late `updated` changes nothing it should not: the title follows the latest delivery, an archive
+    keeps its first time, and no delivery moves an event to another organization. Malformed details and
+    unknown organizations are acknowledged and dropped (a retry could never make them valid).
+    """
+    organization_id = parse_uuid(str(detail.get("organizationId", "")))
+    event_id = parse_uuid(str(detail.get("eventId", "")))
+    title = str(detail.get("title") or "").strip()[:MAX_MINISITE_EVENT_TITLE] or "Minisite event"
+    if organization_id is None or event_id is None:
+        logger.warning("minisite event without valid ids dropped")
+        return False
+    known_organization = select(organizations.c.id).where(organizations.c.id == organization_id).exists()
+    values = select(
+        literal(event_id, Uuid),
+        literal(organization_id, Uuid),
+        literal(title, Text),
+        func.now() if archive else cast(null(), DateTime(timezone=True)),
+    ).where(known_organization)
+    statement = pg_insert(minisite_events).from_select(["id", "organization_id", "title", "archived_at"], values)
+    changes: dict[str, Any] = {"title": statement.excluded.title, "updated_at": func.now()}
+    if archive:
+        changes["archived_at"] = func.coalesce(minisite_events.c.archived_at, func.now())
+    written = conn.execute(
+        statement.on_conflict_do_update(
+            index_elements=["id"],
+            set_=changes,
+            where=minisite_events.c.organization_id == statement.excluded.organization_id,
+        ).returning(minisite_events.c.id)
+    ).first()
+    if written is None:
+        logger.warning("minisite event dropped: unknown organization or not its event", extra={"id": str(event_id)})
+    return written is not None
+
+
+def _minisite_event_published(conn: Connection, detail: dict[str, Any]) -> bool:
+    return _upsert_minisite_event(conn, detail, archive=False)
+
+
+def _minisite_event_archived(conn: Connection, detail: dict[str, Any]) -> bool:
+    return _upsert_minisite_event(conn, detail, archive=True)
+
+
+_HANDLERS = {
+    LEAD_CREATED: _record_lead_created,
+    MINISITE_EVENT_PUBLISHED: _minisite_event_published,
+    MINISITE_EVENT_UPDATED: _minisite_event_published,
+    MINISITE_EVENT_ARCHIVED: _minisite_event_archived,
+}

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import logging
-import uuid
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, func, literal, select, update
 
 from leadcrm.adapters import eventbridge
 from leadcrm.db.engine import get_engine
+from leadcrm.db.recordsets import recordset
 from leadcrm.db.tables import outbox
 from leadcrm.domain.events import DomainEvent
 
@@ -18,7 +19,9 @@ logger = logging.getLogger(__name__)
 
 # The request that wrote an event publishes it within milliseconds; the relay leaves younger rows to it.
 RELAY_GRACE = timedelta(seconds=30)
-RELAY_BATCH = 100
+RELAY_BATCH = 500
+# Stay well inside the task_lifecycle function's timeout; what is left waits for the next run.
+RELAY_BUDGET_SECONDS = 20.0
 
 
 def publish_committed(events: Sequence[DomainEvent]) -> None:
@@ -28,12 +31,28 @@ def publish_committed(events: Sequence[DomainEvent]) -> None:
         _mark(conn, result.published, result.failed)
 
 
-def relay_unpublished(grace: timedelta = RELAY_GRACE, batch: int = RELAY_BATCH) -> dict[str, int]:
-    """Re-publish rows left behind (a Lambda that died between commit and publish, a bus outage).
+def relay_unpublished(
+    grace: timedelta = RELAY_GRACE, batch: int = RELAY_BATCH, budget_seconds: float = RELAY_BUDGET_SECONDS
+) -> dict[str, int]:
+    """Re-publish rows left behind (a Lambda that died between commit and publish, a bus outage, a bulk
+    operation's events), batch after batch until none is left or the time budget is spent.
 
     Rows are locked with SKIP LOCKED, so two relays never send the same row at once. Consumers still
     deduplicate on the event id: at-least-once is the contract.
     """
+    totals = {"published": 0, "failed": 0}
+    deadline = time.monotonic() + budget_seconds
+    while time.monotonic() < deadline:
+        result = _relay_batch(grace, batch)
+        totals["published"] += len(result.published)
+        totals["failed"] += len(result.failed)
+        if len(result.published) + len(result.failed) < batch or result.failed:
+            break  # drained, or the bus is failing: the next run tries again
+    logger.info("outbox relay", extra=totals)
+    return totals
+
+
+def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
     with get_engine().begin() as conn:
         rows = (
             conn.execute(
@@ -47,7 +66,7 @@ def relay_unpublished(grace: timedelta = RELAY_GRACE, batch: int = RELAY_BATCH) 
             .all()
         )
         if not rows:
-            return {"published": 0, "failed": 0}
+            return eventbridge.PublishResult(published=[], failed={})
         events = [
             DomainEvent(
                 id=row["id"],
@@ -65,22 +84,28 @@ def relay_unpublished(grace: timedelta = RELAY_GRACE, batch: int = RELAY_BATCH) 
             logger.exception("outbox relay could not reach the bus")
             result = eventbridge.PublishResult(published=[], failed={str(e.id): repr(error) for e in events})
         _mark(conn, result.published, result.failed)
-    logger.info("outbox relay", extra={"published": len(result.published), "failed": len(result.failed)})
-    return {"published": len(result.published), "failed": len(result.failed)}
+    return result
 
 
 def _mark(conn: Connection, published: list[str], failed: dict[str, str]) -> None:
+    """Stamp what the bus took and count an attempt on the rest: two statements at most, any batch size."""
     if published:
         conn.execute(
             update(outbox)
-            .where(outbox.c.id.in_([uuid.UUID(i) for i in published]))
+            .where(outbox.c.id == any_(cast(literal("{" + ",".join(published) + "}"), ARRAY(Uuid))))
             .values(published_at=func.now(), attempts=outbox.c.attempts + 1, last_error=None)
         )
-    for event_id, error in failed.items():
+    if failed:
+        errors = recordset(
+            "failures",
+            "failures",
+            [{"id": event_id, "error": error[:1000]} for event_id, error in failed.items()],
+            {"id": Uuid, "error": Text},
+        )
         conn.execute(
             update(outbox)
-            .where(outbox.c.id == uuid.UUID(event_id))
-            .values(attempts=outbox.c.attempts + 1, last_error=error[:1000])
+            .where(outbox.c.id == errors.c.id)
+            .values(attempts=outbox.c.attempts + 1, last_error=errors.c.error)
         )
 
 

@@ -23,6 +23,4 @@ def require_assignable_staff(conn: Connection, organization_id: uuid.UUID, user_
         )
     ).first()
     if found is None:
-        raise BadRequest(
-            "The assignee must be an active staff member of this organization.", code="ASSIGNEE_NOT_STAFF"
-        )
+        raise BadRequest("The assignee must be an active staff member of this organization.", code="ASSIGNEE_NOT_STAFF")

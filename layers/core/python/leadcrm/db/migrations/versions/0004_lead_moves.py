@@ -1,4 +1,4 @@
-"""lead moves (reserved: filled by the work on this area, or removed if it needs no schema change)
+"""lead moves: the reason a status event records (the lost reason), kept as history
 
 Revision ID: 0004
 Revises: 0003
@@ -7,6 +7,9 @@ Create Date: 2026-11-29
 
 from __future__ import annotations
 
+import sqlalchemy as sa
+from alembic import op
+
 revision = "0004"
 down_revision = "0003"
 branch_labels = None
@@ -14,8 +17,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    pass
+    op.add_column("lead_status_events", sa.Column("reason", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
-    pass
+    op.drop_column("lead_status_events", "reason")

@@ -1,0 +1,185 @@
+"""`make bench` (python -m bench): seed once, then measure the lead list, the lead detail and a bulk move.
+
+BENCH_QUICK=1 runs the small scale (100k leads, 10k in the big organization) to iterate quickly.
+BENCH_REQUESTS (default 200) sets the measured requests per shape. See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine
+from sqlalchemy.pool import NullPool
+
+from bench.database import bench_database
+from bench.measure import Latency
+from bench.scenarios import (
+    list_shapes,
+    load_big_org,
+    measure_baseline,
+    measure_bulk_move,
+    measure_detail,
+    measure_handler_detail,
+    measure_handler_list,
+    measure_list_shape,
+    plan_summary,
+    summarize_seconds,
+)
+from bench.seed import FULL, QUICK, seed, vacuum
+
+RESULTS = Path(__file__).with_name("results.json")
+LIST_P95_TARGET_MS = 20.0
+BULK_MOVE_TARGET_S = 2.0
+BULK_MOVE_SIZE = 10_000
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def _point_the_product_at(url: str) -> None:
+    """The product's own engine and settings read DATABASE_URL: the services run exactly as in Lambda."""
+    from leadcrm.config import get_settings
+    from leadcrm.db.engine import dispose_engine
+
+    os.environ["DATABASE_URL"] = url
+    os.environ.setdefault("AWS_REGION", "eu-west-1")
+    get_settings.cache_clear()
+    dispose_engine()
+
+
+def main() -> int:
+    quick = os.environ.get("BENCH_QUICK", "") not in ("", "0")
+    scale = QUICK if quick else FULL
+    requests = max(200, int(os.environ.get("BENCH_REQUESTS", "200")))
+    warmup = 20
+    log(f"bench: scale {scale.name} ({scale.total_leads:,} leads, {scale.big_org_leads:,} in the big organization)")
+    with bench_database(scale.name, log) as url:
+        _point_the_product_at(url)
+        from leadcrm.db.engine import get_engine, pg8000_url
+        from leadcrm.db.migrate import upgrade
+
+        migrate_started = time.perf_counter()
+        upgrade()
+        log(f"migrate: {time.perf_counter() - migrate_started:.1f} s")
+        seed_engine = create_engine(pg8000_url(url), poolclass=NullPool)
+        try:
+            seeded = seed(seed_engine, scale, log)
+            vacuum(seed_engine, log)
+        finally:
+            seed_engine.dispose()
+        org = load_big_org(seeded.big_org_id)
+
+        results: dict[str, Any] = {
+            "when": datetime.now(UTC).isoformat(timespec="seconds"),
+            "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+            "scale": {"name": scale.name, "totalLeads": seeded.total_leads, "bigOrgLeads": scale.big_org_leads},
+            "seed": {"seconds": round(seeded.seconds, 1), "reused": seeded.reused},
+            "requestsPerShape": requests,
+            "targets": {"listP95Ms": LIST_P95_TARGET_MS, "bulkMoveSeconds": BULK_MOVE_TARGET_S},
+        }
+
+        log(f"\nmeasuring: {requests} requests per shape after {warmup} warm-up requests")
+        baseline = measure_baseline(org, requests=requests, warmup=warmup)
+        shapes = list_shapes(org)
+        list_rows: list[tuple[str, Latency, dict[str, Any]]] = []
+        with get_engine().connect() as conn:
+            plans = {shape.name: plan_summary(conn, shape) for shape in shapes}
+        for shape in shapes:
+            latency = measure_list_shape(shape, requests=requests, warmup=warmup)
+            list_rows.append((shape.name, latency, plans[shape.name]))
+            log(f"  list {shape.name:<48} p95 {latency.p95:7.2f} ms")
+        handler_shape = shapes[0]
+        handler_list = measure_handler_list(org, handler_shape, requests=requests, warmup=warmup)
+        detail = measure_detail(org, requests=requests, warmup=warmup)
+        handler_detail = measure_handler_detail(org, requests=requests, warmup=warmup)
+        bulk_size = min(BULK_MOVE_SIZE, scale.big_org_leads // 2)
+        log(f"  bulk move of {bulk_size:,} leads …")
+        bulk = measure_bulk_move(org, size=bulk_size, runs=3)
+        vacuum_engine = create_engine(pg8000_url(url), poolclass=NullPool)
+        try:
+            vacuum(vacuum_engine, log)  # the rolled-back moves left dead rows behind
+        finally:
+            vacuum_engine.dispose()
+
+        results["baseline"] = {"name": "bare SELECT … ORDER BY id DESC LIMIT 50", **baseline.as_dict()}
+        results["list"] = [
+            {
+                "shape": name,
+                **latency.as_dict(),
+                "p50VsBaseline": round(latency.p50 / baseline.p50, 2),
+                "meetsTarget": latency.p95 <= LIST_P95_TARGET_MS,
+                "plan": plan,
+            }
+            for name, latency, plan in list_rows
+        ]
+        results["listThroughHandler"] = {"shape": handler_shape.name, **handler_list.as_dict()}
+        results["detail"] = detail.as_dict()
+        results["detailThroughHandler"] = handler_detail.as_dict()
+        if isinstance(bulk, str):
+            results["bulkMove"] = {"error": bulk}
+        else:
+            results["bulkMove"] = {
+                "requested": bulk.requested,
+                "moved": bulk.moved,
+                "skipped": bulk.skipped,
+                **summarize_seconds(bulk.seconds),
+                "meetsTarget": statistics.median(bulk.seconds) <= BULK_MOVE_TARGET_S,
+            }
+        _print_report(results)
+        RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+        log(f"\nwrote {RESULTS}")
+    return 0
+
+
+def _print_report(results: dict[str, Any]) -> None:
+    base = results["baseline"]
+    lines = [
+        "",
+        f"Lead list on the big organization ({results['scale']['bigOrgLeads']:,} of "
+        f"{results['scale']['totalLeads']:,} leads), {results['requestsPerShape']} requests each, milliseconds",
+        f"{'shape':<50} {'p50':>7} {'p95':>7} {'p99':>7} {'×base':>6}  {'≤20ms':<5}  indexes on leads",
+        f"{'baseline: ' + base['name']:<50} {base['p50_ms']:7.2f} {base['p95_ms']:7.2f} {base['p99_ms']:7.2f} {1:6.2f}",
+    ]
+    for row in results["list"]:
+        plan = row["plan"]
+        indexes = ", ".join(plan["indexes"]) + ("  SEQ SCAN!" if plan["seqScanOnLeads"] else "")
+        lines.append(
+            f"{row['shape']:<50} {row['p50_ms']:7.2f} {row['p95_ms']:7.2f} {row['p99_ms']:7.2f} "
+            f"{row['p50VsBaseline']:6.2f}  {'yes' if row['meetsTarget'] else 'NO':<5}  {indexes}"
+        )
+    handler = results["listThroughHandler"]
+    detail, handler_detail = results["detail"], results["detailThroughHandler"]
+    lines += [
+        "",
+        f"{'list through lambda_handler (' + handler['shape'] + ')':<50} {handler['p50_ms']:7.2f} "
+        f"{handler['p95_ms']:7.2f} {handler['p99_ms']:7.2f}",
+        f"{'detail GET (service)':<50} {detail['p50_ms']:7.2f} {detail['p95_ms']:7.2f} {detail['p99_ms']:7.2f}",
+        f"{'detail GET through lambda_handler':<50} {handler_detail['p50_ms']:7.2f} "
+        f"{handler_detail['p95_ms']:7.2f} {handler_detail['p99_ms']:7.2f}",
+        "",
+    ]
+    bulk = results["bulkMove"]
+    if "error" in bulk:
+        lines.append(f"bulk move: {bulk['error']}")
+    else:
+        lines.append(
+            f"bulk move of {bulk['requested']:,} leads to another stage: median {bulk['median_s']:.3f} s "
+            f"(min {bulk['min_s']:.3f}, max {bulk['max_s']:.3f}); moved {bulk['moved']:,}, "
+            f"skipped {bulk['skipped']:,}; target ≤ {BULK_MOVE_TARGET_S:.0f} s: "
+            f"{'yes' if bulk['meetsTarget'] else 'NO'}"
+        )
+    lines.append(f"seed: {results['seed']['seconds']:.1f} s{' (reused)' if results['seed']['reused'] else ''}")
+    log("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Bodies of the campaign hook routes (`/organizations/{orgId}/leads/campaigns`)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from api.schemas import CamelModel, OutModel
+
+CampaignName = Annotated[str, Field(min_length=1, max_length=200)]
+# A channel names where leads come from (manual, minisite, facebook, ...): a short lower-case word.
+Channel = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_]*$")]
+# "#1a2b3c", or a palette token of the dashboard ("blue", "green-500").
+Color = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^(#[0-9A-Fa-f]{6}|[a-z][a-z0-9-]*)$")]
+
+
+class CreateCampaignBody(CamelModel):
+    name: CampaignName
+    channel: Channel | None = None
+    color: Color | None = None
+
+
+class UpdateCampaignBody(CamelModel):
+    name: CampaignName | None = None
+    color: Color | None = None  # null clears it
+    archived: bool | None = None
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> UpdateCampaignBody:
+        if not self.model_fields_set:
+            raise ValueError("give a name, a color or archived")
+        if "name" in self.model_fields_set and self.name is None:
+            raise ValueError("a campaign keeps a name")
+        if "archived" in self.model_fields_set and self.archived is None:
+            raise ValueError("archived is true or false")
+        return self
+
+
+class Campaign(OutModel):
+    id: uuid.UUID
+    name: str
+    channel: str
+    external_ref: str | None
+    color: str | None
+    archived_at: datetime | None
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,132 @@
+"""Rules of lead intake (G1 public capture, G2 staff create), without I/O.
+
+- Dedup is per organization, by email (case-insensitive) or by phone digits (formatting ignored).
+- Concurrent creates of the same person are serialized on advisory-lock keys derived from what identifies
+  them, taken in one fixed order so two creates can never wait on each other in a cycle.
+- The public boundary keeps only what the minisite's own surfaces send (spec G1 step 2).
+- Throttling counts hits in fixed one-minute windows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+
+from leadcrm.domain.statuses import StageCategory, is_closed
+
+_NOT_A_DIGIT = re.compile(r"[^0-9]")
+
+# --- who a lead is ----------------------------------------------------------------------------------------
+
+
+def normalized_email(email: str | None) -> str | None:
+    """The email as dedup compares it (lower case, no surrounding blanks), or None when there is none."""
+    if email is None:
+        return None
+    cleaned = email.strip().lower()
+    return cleaned or None
+
+
+def phone_digits(phone: str | None) -> str | None:
+    """The digits of a phone as typed ("050-123 4567" -> "0501234567"), as `leads.phone_digits` stores them;
+    None when there are none (a phone without digits identifies nobody)."""
+    if phone is None:
+        return None
+    digits = _NOT_A_DIGIT.sub("", phone)
+    return digits or None
+
+
+def dedup_lock_keys(organization_id: uuid.UUID, email: str | None, phone: str | None) -> list[int]:
+    """The `pg_advisory_xact_lock` keys for a create of this person, in the order they must be taken.
+
+    One key per identifier (email, phone digits), scoped to the organization. Sorted, so every create takes
+    its keys in the same global order: two creates sharing both identifiers queue up instead of deadlocking.
+    """
+    identities = []
+    if (email_key := normalized_email(email)) is not None:
+        identities.append(f"{organization_id}:email:{email_key}")
+    if (digits := phone_digits(phone)) is not None:
+        identities.append(f"{organization_id}:phone:{digits}")
+    return sorted({_signed_64bit_hash(identity) for identity in identities})
+
+
+def _signed_64bit_hash(text: str) -> int:
+    # pg_advisory_xact_lock takes a bigint: 8 bytes of a stable hash, read as a signed integer.
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+def is_closed_lead(status: str, archived: bool) -> bool:
+    """Closed = lost, frozen or archived (spec "Returning leads"); won leads are never closed."""
+    return archived or is_closed(StageCategory(status))
+
+
+class MatchResolution(StrEnum):
+    """What a create does when the person is already a lead of the organization."""
+
+    DUPLICATE = "duplicate"  # report the existing lead (409 on staff paths, a recorded resubmission on G1)
+    # REOPEN = "reopen"  -- the returning-leads issue: a closed match is reopened instead (spec "Dedup is
+    # per-org", "Returning leads"); it branches in `resolve_match` below and nowhere else.
+
+
+def resolve_match(status: str, archived: bool) -> MatchResolution:
+    """The one place a match with an existing lead is decided.
+
+    For now every match is a duplicate, closed or not. The returning-leads issue branches here:
+    `if is_closed_lead(status, archived): return MatchResolution.REOPEN`.
+    """
+    return MatchResolution.DUPLICATE
+
+
+# --- the public boundary ----------------------------------------------------------------------------------
+
+# The refs the minisite's own surfaces send, and the name their campaign hook is minted with. Anything else
+# is dropped (not refused): a public caller cannot mint dashboard buckets, and the visitor's enquiry is
+# still received.
+PUBLIC_CAMPAIGN_REFS: dict[str, str] = {
+    "lead-popup": "Minisite lead popup",
+    "contact-form": "Minisite contact form",
+}
+MINISITE_CHANNEL = "minisite"
+MINISITE_EVENT_CHANNEL = "minisite_event"
+
+
+def accepted_campaign_ref(ref: str | None) -> str | None:
+    """The campaignRef when it is one of the minisite's own surfaces, else None (dropped)."""
+    return ref if ref in PUBLIC_CAMPAIGN_REFS else None
+
+
+# --- the auto-task ----------------------------------------------------------------------------------------
+
+CONTACT_TASK_TITLE_PREFIX = "Contact new lead: "
+MAX_TASK_TITLE_LENGTH = 255
+
+
+def contact_task_title(name: str | None, email: str | None, phone: str | None) -> str:
+    """`Contact new lead: <name or email or phone>` (G1 step 7), bounded to a title's length."""
+    who = next((value.strip() for value in (name, email, phone) if value and value.strip()), "")
+    return (CONTACT_TASK_TITLE_PREFIX + who)[:MAX_TASK_TITLE_LENGTH].rstrip()
+
+
+# --- throttling -------------------------------------------------------------------------------------------
+
+RATE_WINDOW = timedelta(minutes=1)
+
+
+def rate_window_start(at: datetime) -> datetime:
+    """The start of the fixed one-minute window `at` falls in (UTC)."""
+    return at.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+def retry_after_seconds(window_start: datetime, at: datetime) -> int:
+    """Whole seconds until the window ends (what Retry-After says): at least 1, at most the window."""
+    remaining = (window_start + RATE_WINDOW - at).total_seconds()
+    return max(1, min(int(RATE_WINDOW.total_seconds()), math.ceil(remaining)))
+
+
+def over_limit(hits: int, limit: int) -> bool:
+    """The request that makes `hits` in its window is refused when that exceeds the limit."""
+    return hits > limit

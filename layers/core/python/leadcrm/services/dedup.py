@@ -1,0 +1,66 @@
+"""Is this person already a lead of the organization? (spec "Dedup is per-org")
+
+Same organization, same email (case-insensitive) or same phone digits. Only this organization's leads are
+considered: the same person may be a lead of several organizations. Leads are the only candidates, never
+users, so a managed member sharing a parent's phone or email is never matched here ("Managed members").
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, func, or_, select
+
+from leadcrm.db.tables import leads
+from leadcrm.domain.intake import dedup_lock_keys, is_closed_lead, normalized_email, phone_digits
+
+
+@dataclass(frozen=True)
+class ExistingLead:
+    id: uuid.UUID
+    name: str | None
+    status: str
+    archived_at: datetime | None
+
+    @property
+    def is_closed(self) -> bool:
+        return is_closed_lead(self.status, self.archived_at is not None)
+
+
+def lock_person(conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None) -> None:
+    """Serialize creates of the same person until this transaction ends.
+
+    Taken before the duplicate check: of two identical submissions at once, the second waits here until the
+    first commits, and its check (a later statement, so a fresh READ COMMITTED snapshot) sees the new lead.
+    The keys are in a fixed order and PostgreSQL evaluates the select list left to right.
+    """
+    keys = dedup_lock_keys(organization_id, email, phone)
+    if keys:
+        conn.execute(select(*(func.pg_advisory_xact_lock(key) for key in keys)))
+
+
+def find_same_person(
+    conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None
+) -> ExistingLead | None:
+    """The organization's oldest lead with this email or these phone digits, if any. Call `lock_person`
+    first in the same transaction when a create depends on the answer."""
+    email_key, digits = normalized_email(email), phone_digits(phone)
+    matches = []
+    if email_key is not None:
+        # lower() on both sides, by PostgreSQL: the same case folding as the ix_leads_org_lower_email index.
+        matches.append(func.lower(leads.c.email) == func.lower(email_key))
+    if digits is not None:
+        matches.append(leads.c.phone_digits == digits)
+    if not matches:
+        return None
+    row = conn.execute(
+        select(leads.c.id, leads.c.name, leads.c.status, leads.c.archived_at)
+        .where(leads.c.organization_id == organization_id, or_(*matches))
+        .order_by(leads.c.created_at, leads.c.id)
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    return ExistingLead(id=row.id, name=row.name, status=row.status, archived_at=row.archived_at)
