@@ -18,14 +18,24 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api.http import error_response, json_response
-from api.routers import campaigns, capture, lead_moves, lead_reads, leads, pipelines, tags
+from api.routers import (
+    campaigns,
+    capture,
+    conversion,
+    lead_moves,
+    lead_reads,
+    leads,
+    pipelines,
+    returning,
+    tags,
+)
 from leadcrm.errors import AppError
 
 logger = Logger(service="leadcrm")
 # A response that breaks its own schema is our bug: a 500, never blamed on the request.
 app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
 # Literal paths (…/leads/campaigns, …/leads/bulk-move-stage) are registered before …/leads/<leadId>.
-for area in (campaigns, tags, lead_moves, capture, pipelines, leads, lead_reads):
+for area in (campaigns, tags, lead_moves, conversion, returning, capture, pipelines, leads, lead_reads):
     app.include_router(area.router)
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
