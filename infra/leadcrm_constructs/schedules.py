@@ -14,10 +14,11 @@ from cdk_nag import NagSuppressions
 from constructs import Construct
 
 OUTBOX_RELAY_JOB = "outbox_relay"
+RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
 
 
 class Schedules(Construct):
-    """Scheduled jobs: the outbox relay every minute (digests and sweeps join it later)."""
+    """Scheduled jobs: the outbox relay every minute, throttle-counter cleanup every 15 minutes."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -37,6 +38,12 @@ class Schedules(Construct):
             job=OUTBOX_RELAY_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
             description="Re-publish outbox events left behind after commit",
+        )
+        self.rate_limit_cleanup = self._job(
+            "RateLimitCleanup",
+            job=RATE_LIMIT_CLEANUP_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
+            description="Delete public-capture throttle counters of past windows",
         )
 
         # after the jobs: their grants create the role's policy, and suppressions reach existing children only

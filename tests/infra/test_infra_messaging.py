@@ -75,8 +75,31 @@ def test_domain_events_rule_routes_leadcrm_and_platform_sources_to_the_task_life
     assert "DeadLetterConfig" in target
 
 
+def _schedule_for(resources: dict[str, Any], job: str) -> dict[str, Any]:
+    (schedule,) = [
+        s
+        for s in _of_type(resources, "AWS::Scheduler::Schedule").values()
+        if json.loads(s["Target"]["Input"])["job"] == job
+    ]
+    return schedule
+
+
+def test_every_job_task_lifecycle_knows_is_scheduled_in_aws_and_in_the_local_stack(resources: dict[str, Any]) -> None:
+    from infra.local.stack import JOB_RATES_SECONDS
+    from task_lifecycle.handler import JOBS
+
+    scheduled = {
+        json.loads(s["Target"]["Input"])["job"] for s in _of_type(resources, "AWS::Scheduler::Schedule").values()
+    }
+    assert scheduled == set(JOBS) == set(JOB_RATES_SECONDS)
+
+
+def test_rate_limit_counters_are_cleaned_every_15_minutes(resources: dict[str, Any]) -> None:
+    assert _schedule_for(resources, "rate_limit_cleanup")["ScheduleExpression"] == "rate(15 minutes)"
+
+
 def test_outbox_relay_runs_every_minute(resources: dict[str, Any], function_ids: dict[str, str]) -> None:
-    (schedule,) = _of_type(resources, "AWS::Scheduler::Schedule").values()
+    schedule = _schedule_for(resources, "outbox_relay")
     assert schedule["ScheduleExpression"] == "rate(1 minute)"
     assert schedule["State"] == "ENABLED"
     target = schedule["Target"]
