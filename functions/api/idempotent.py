@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
@@ -13,24 +14,39 @@ from leadcrm.services import idempotency
 
 REPLAYED_HEADER = {"Idempotent-Replayed": "true"}
 
+Body = TypeVar("Body", bound=BaseModel)
+
 
 def respond_once(
-    uow: UnitOfWork, scope: str, key: str | None, request: BaseModel, status: int, produce: Callable[[], BaseModel]
+    uow: UnitOfWork,
+    scope: str,
+    key: str | None,
+    request: BaseModel,
+    status: int | Callable[[Body], int],
+    produce: Callable[[], Body],
 ) -> Response:
     """Commit `produce()`'s work and answer it; with a key seen before, answer what the first request got.
 
-    The key is claimed and its answer stored in the same transaction as the work, so a replay can never
-    see a half-done create, and a create that rolls back leaves the key free.
+    `status` may depend on what was produced (a staff create that reopened a closed lead answers 200, not
+    201); the replay answers the status the first request got. The key is claimed and its answer stored in
+    the same transaction as the work, so a replay can never see a half-done create, and a create that rolls
+    back leaves the key free.
     """
     if key is None:
-        body = produce()
+        produced = produce()
         uow.commit()
-        return json_response(status, body)
+        return json_response(_status_of(status, produced), produced)
     fingerprint = idempotency.request_fingerprint(request.model_dump(mode="json"))
     replay = idempotency.claim(uow.connection, scope, key, fingerprint)
     if replay is not None:
         return json_response(replay.status, replay.body, REPLAYED_HEADER)
-    body = produce().model_dump(mode="json", by_alias=True)
-    idempotency.remember(uow.connection, scope, key, idempotency.StoredResponse(status, body))
+    produced = produce()
+    answer_status = _status_of(status, produced)
+    body = produced.model_dump(mode="json", by_alias=True)
+    idempotency.remember(uow.connection, scope, key, idempotency.StoredResponse(answer_status, body))
     uow.commit()
-    return json_response(status, body)
+    return json_response(answer_status, body)
+
+
+def _status_of(status: int | Callable[[Body], int], produced: Body) -> int:
+    return status if isinstance(status, int) else status(produced)

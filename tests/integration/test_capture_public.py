@@ -23,6 +23,7 @@ from tests.support.capture_helpers import (
     receipts_of,
 )
 from tests.support.factories import make_caller, make_organization
+from tests.support.returning_helpers import close_lead
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.com", "phone": "+44 20 7946 0958", "note": "Wants a trial"}
 RECEIVED = {"data": {"received": True}}
@@ -207,18 +208,16 @@ def test_the_same_email_in_another_organization_is_a_new_lead_there():
     assert lead_count(first.id) == lead_count(second.id) == 1
 
 
-def test_a_duplicate_of_a_lost_lead_is_still_reported_as_a_duplicate_for_now():
-    from sqlalchemy import update
-
-    from leadcrm.db.tables import leads
-
+def test_a_submission_matching_a_lost_lead_reopens_it_and_gets_the_same_answer():
     org = make_organization()
-    capture(org.id, ADA)
-    with get_engine().begin() as conn:
-        conn.execute(update(leads).where(leads.c.organization_id == org.id).values(status="lost"))
-    capture(org.id, ADA)
+    new = capture(org.id, ADA)
+    [lead] = lead_rows(org.id)
+    close_lead(lead["id"], "lost")
+    again = capture(org.id, ADA)
+    _same_answer(new, again)
     assert lead_count(org.id) == 1
-    assert [r["duplicate"] for r in receipts_of(org.id)] == [False, True]
+    assert [r["duplicate"] for r in receipts_of(org.id)] == [False, True]  # the person's words are kept
+    assert lead_rows(org.id)[0]["status"] == "new"
 
 
 # --- Idempotency-Key ---------------------------------------------------------------------------------------

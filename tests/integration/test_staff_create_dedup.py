@@ -8,10 +8,7 @@ import time
 import uuid
 
 import pytest
-from sqlalchemy import update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import leads
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor, Role
 from leadcrm.services import leads as lead_service
@@ -20,6 +17,7 @@ from leadcrm.services.leads import DuplicateLead, NewLead, create_lead
 from tests.support.api import call_api, leads_path
 from tests.support.capture_helpers import lead_count, lead_rows, receipts_of
 from tests.support.factories import make_caller
+from tests.support.returning_helpers import close_lead
 
 ADA = {"name": "Ada Lovelace", "email": "ada@example.com", "phone": "+44 20 7946 0958"}
 
@@ -89,14 +87,14 @@ def test_a_duplicate_of_an_unnamed_lead_names_nobody():
     assert response.body["error"]["existingLeadName"] is None
 
 
-def test_a_closed_lead_is_reported_as_a_duplicate_until_returning_leads_reopen_it():
+def test_a_closed_lead_is_reopened_instead_of_reported_as_a_duplicate():
     caller = make_caller()
     first = _create(caller).data
-    with get_engine().begin() as conn:
-        conn.execute(update(leads).where(leads.c.id == uuid.UUID(first["id"])).values(status="lost"))
+    close_lead(first["id"], "lost")
     response = _create(caller)
-    assert response.status == 409
-    assert response.body["error"]["existingLeadId"] == first["id"]
+    assert (response.status, response.body["meta"]) == (200, {"outcome": "reopened"})
+    assert response.data["id"] == first["id"]
+    assert lead_count(caller.org_id) == 1
 
 
 def test_a_replay_with_the_idempotency_key_answers_the_first_201_not_a_409():

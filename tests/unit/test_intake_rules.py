@@ -109,8 +109,24 @@ def test_closed_means_lost_frozen_or_archived_and_never_won(status, archived, cl
 
 @pytest.mark.parametrize("status", list(StageCategory))
 @pytest.mark.parametrize("archived", [False, True])
-def test_every_match_is_a_duplicate_until_returning_leads_reopen_closed_ones(status, archived):
-    assert resolve_match(status.value, archived) is MatchResolution.DUPLICATE
+def test_an_entry_point_reopens_a_closed_match_and_reports_every_other_as_a_duplicate(status, archived):
+    won = status in (StageCategory.CONVERTED, StageCategory.CUSTOMER)
+    expected = (
+        MatchResolution.REOPEN if is_closed_lead(status.value, archived) and not won else MatchResolution.DUPLICATE
+    )
+    assert resolve_match(status.value, archived, entry_point=True) is expected
+
+
+@pytest.mark.parametrize("status", list(StageCategory))
+@pytest.mark.parametrize("archived", [False, True])
+def test_a_path_that_is_not_an_entry_point_reports_every_match_as_a_duplicate(status, archived):
+    assert resolve_match(status.value, archived, entry_point=False) is MatchResolution.DUPLICATE
+
+
+def test_a_lost_lead_linked_to_a_membership_is_won_and_never_reopened():
+    converted = uuid.UUID("01890000-0000-7000-8000-0000000000aa")
+    resolution = resolve_match("lost", False, converted_membership_id=converted, entry_point=True)
+    assert resolution is MatchResolution.DUPLICATE
 
 
 # --- the public boundary -----------------------------------------------------------------------------------

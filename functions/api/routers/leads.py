@@ -1,8 +1,10 @@
 """Staff create (G2): `POST /organizations/{orgId}/leads`.
 
 Same path as the public capture, except: the caller must be staff, is the status event's actor, and may set
-the source (default manual), a campaign hook of the organization and an assignee; a duplicate is a 409
-naming the existing lead. An Idempotency-Key replay answers the first 201 (it never meets the dedup).
+the source (default manual), a campaign hook of the organization and an assignee; a duplicate of an open or
+won lead is a 409 naming the existing lead. A match on a closed lead (lost, frozen, archived) reopens it
+instead (spec "Returning leads"): 200 `{"data": <lead>, "meta": {"outcome": "reopened"}}`, where a new lead
+is 201 `{"data": <lead>}`. An Idempotency-Key replay answers the first answer (it never meets the dedup).
 """
 
 from __future__ import annotations
@@ -16,14 +18,16 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from api.http import auth_subject, organization_id
 from api.idempotent import respond_once
 from api.schemas import CreateLeadBody, Envelope, Lead
+from api.schemas_returning import ReopenedByCreateEnvelope
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.services.access import require_staff, resolve_actor
-from leadcrm.services.leads import NewLead, create_lead
+from leadcrm.services.leads import Intake, NewLead, create_lead
 
 router = APIGatewayHttpRouter()
 
 LEAD_201 = {
     201: {"description": "The lead was created (or the first answer replayed)"},
+    200: {"description": "The person's closed lead was reopened instead (meta.outcome reopened)"},
     409: {"description": "DUPLICATE_LEAD: the person is already a lead here (existingLeadId, existingLeadName)"},
 }
 
@@ -33,7 +37,7 @@ def create(
     orgId: str,  # the path names it as the API documents it
     body: Annotated[CreateLeadBody, Body()],
     idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
-) -> Response[Envelope[Lead]]:
+) -> Response[Envelope[Lead] | ReopenedByCreateEnvelope]:
     with UnitOfWork() as uow:
         actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
         new_lead = NewLead(**body.model_dump(exclude={"source"}), source=body.source.value)
@@ -43,6 +47,11 @@ def create(
             f"leads.create:{actor.organization_id}",
             idempotency_key,
             body,
-            201,
-            lambda: Envelope[Lead](data=Lead.model_validate(create_lead(uow, actor, new_lead, received=received))),
+            lambda answer: 200 if isinstance(answer, ReopenedByCreateEnvelope) else 201,
+            lambda: _answer(create_lead(uow, actor, new_lead, received=received)),
         )
+
+
+def _answer(intake: Intake) -> Envelope[Lead] | ReopenedByCreateEnvelope:
+    lead = Lead.model_validate(intake.lead)
+    return Envelope[Lead](data=lead) if intake.created else ReopenedByCreateEnvelope(data=lead)

@@ -73,6 +73,8 @@ STAGE_CATEGORIES = (
 TASK_STATUSES = ("pending", "in_progress", "completed", "cancelled")
 TASK_PRIORITIES = ("low", "medium", "high")
 TAG_CATEGORIES = ("label", "purchase")
+# The entry points a closed lead came back through (leads.returned_via), see domain.returning.ReturnVia.
+RETURN_VIAS = ("public_capture", "staff_create", "meta", "whatsapp", "join_released", "staff_reopen")
 
 organizations = Table(
     "organizations",
@@ -102,6 +104,14 @@ users = Table(
     _updated_at(),
     CheckConstraint(_one_of("kind", USER_KINDS), name="kind"),
     Index("ix_users_lower_email", func.lower(text("email"))),
+    # One account per email (any case): convert finds-or-creates the user with INSERT … ON CONFLICT on it.
+    # Managed users (children) share a parent's email, so they are outside it.
+    Index(
+        "uq_users_account_lower_email",
+        func.lower(text("email")),
+        unique=True,
+        postgresql_where=text("kind = 'account' AND email IS NOT NULL"),
+    ),
 )
 
 memberships = Table(
@@ -190,13 +200,39 @@ leads = Table(
     Column("next_action_type", Text),
     Column("next_action_note", String(255)),
     Column("status_changed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # Returning leads: the last time a closed lead came back, what it was, through which entry point, and how
+    # often. The Sales queue's `returned` reason reads these (nobody has tried the lead since returned_at).
+    Column("returned_at", DateTime(timezone=True)),
+    Column("returned_from_status", Text),
+    Column("returned_via", Text),
+    Column("return_count", Integer, nullable=False, server_default=text("0")),
+    # A paused lead is left out of the queue until someone unpauses it; a return unpauses it.
+    Column("paused_at", DateTime(timezone=True)),
+    # Unanswered calls in a row (call outcomes); a return starts the count again.
+    Column("consecutive_no_answer_count", Integer, nullable=False, server_default=text("0")),
     _created_at(),
     _updated_at(),
     CheckConstraint(_one_of("status", STAGE_CATEGORIES), name="status"),
+    # NULL passes a CHECK: a lead that never returned has neither.
+    CheckConstraint(_one_of("returned_from_status", STAGE_CATEGORIES), name="returned_from_status"),
+    CheckConstraint(_one_of("returned_via", RETURN_VIAS), name="returned_via"),
+    CheckConstraint("return_count >= 0", name="return_count_not_negative"),
+    CheckConstraint("consecutive_no_answer_count >= 0", name="consecutive_no_answer_count_not_negative"),
     Index("ix_leads_org_id", "organization_id", "id"),
+    # The Sales queue's returned leads, newest return first.
+    Index(
+        "ix_leads_org_returned_at",
+        "organization_id",
+        "returned_at",
+        postgresql_where=text("returned_at IS NOT NULL"),
+    ),
     Index("ix_leads_org_status_id", "organization_id", "status", "id"),
     Index("ix_leads_org_lower_email", "organization_id", func.lower(text("email"))),
     Index("ix_leads_org_phone_digits", "organization_id", "phone_digits"),
+    # Identity prefilter (domain.identity.last_seven_digits): the last seven digits survive every way a number
+    # is typed (trunk zero, country code, dashes). An expression index, not a stored column: adding a
+    # generated column would rewrite the whole table under an exclusive lock.
+    Index("ix_leads_org_phone_last7", "organization_id", func.right(text("phone_digits"), 7)),
     Index("ix_leads_org_pipeline_stage", "organization_id", "pipeline_id", "stage_id", "id"),
     Index("ix_leads_org_assignee", "organization_id", "assigned_to_user_id", "id"),
     Index("ix_leads_org_campaign", "organization_id", "campaign_id", "id"),

@@ -29,12 +29,14 @@ LEAD_MANAGEMENT = "lead_management"
 
 @dataclass(frozen=True)
 class Actor:
-    """The caller inside one organization: resolved from the JWT subject and the membership row."""
+    """The caller inside one organization: resolved from the JWT subject and the membership row.
 
-    user_id: uuid.UUID
+    `system_actor` is the one exception: no user, no membership, no role (see there)."""
+
+    user_id: uuid.UUID | None
     organization_id: uuid.UUID
-    membership_id: uuid.UUID
-    role: Role
+    membership_id: uuid.UUID | None
+    role: Role | None
     features: frozenset[str]
 
     @property
@@ -49,7 +51,16 @@ class Actor:
         return feature in self.features
 
 
-def is_staff_role(role: Role | str) -> bool:
+def system_actor(organization_id: uuid.UUID) -> Actor:
+    """Who writes when a platform event moves a lead (self-signup, a purchase, a released join): nobody.
+
+    Its writes record no actor (actor_user_id NULL, actorUserId null). It has no role and no features, so
+    every gate refuses it: it is for services called by event consumers, never for a route.
+    """
+    return Actor(user_id=None, organization_id=organization_id, membership_id=None, role=None, features=frozenset())
+
+
+def is_staff_role(role: Role | str | None) -> bool:
     return role in STAFF_ROLES
 
 

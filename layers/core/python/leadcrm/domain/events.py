@@ -11,6 +11,7 @@ from leadcrm.ids import uuid7
 
 LEAD_CREATED = "lead.created"
 LEAD_STATUS_CHANGED = "lead.status_changed"
+MEMBERSHIP_ACTIVATED = "membership.activated"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
-from leadcrm.domain.statuses import StageCategory, is_closed
+from leadcrm.domain.returning import classify_return
+from leadcrm.domain.returning import is_closed_lead as is_closed_lead  # re-exported: dedup reads it here
 
 _NOT_A_DIGIT = re.compile(r"[^0-9]")
 
@@ -59,26 +60,26 @@ def _signed_64bit_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big", signed=True)
 
 
-def is_closed_lead(status: str, archived: bool) -> bool:
-    """Closed = lost, frozen or archived (spec "Returning leads"); won leads are never closed."""
-    return archived or is_closed(StageCategory(status))
-
-
 class MatchResolution(StrEnum):
     """What a create does when the person is already a lead of the organization."""
 
     DUPLICATE = "duplicate"  # report the existing lead (409 on staff paths, a recorded resubmission on G1)
-    # REOPEN = "reopen"  -- the returning-leads issue: a closed match is reopened instead (spec "Dedup is
-    # per-org", "Returning leads"); it branches in `resolve_match` below and nowhere else.
+    REOPEN = "reopen"  # a closed lead came back through an entry point: reopen it (spec "Returning leads")
 
 
-def resolve_match(status: str, archived: bool) -> MatchResolution:
-    """The one place a match with an existing lead is decided.
+def resolve_match(
+    status: str, archived: bool, *, converted_membership_id: uuid.UUID | None = None, entry_point: bool
+) -> MatchResolution:
+    """The one place a match with an existing lead is decided (spec "Dedup is per-org").
 
-    For now every match is a duplicate, closed or not. The returning-leads issue branches here:
-    `if is_closed_lead(status, archived): return MatchResolution.REOPEN`.
+    A closed match (lost, frozen or archived) that arrives through an entry point (public capture, staff
+    create, Meta and WhatsApp ingestion) is reopened instead of reported. A won lead never is. Paths that are
+    not entry points on purpose (the CSV import: re-importing an old export must not reopen every lost lead
+    at once) pass `entry_point=False` and keep reporting duplicates. The answer is read without the lead's
+    row lock: `return_lead` re-checks under the lock, and a lead reopened meanwhile is a duplicate again.
     """
-    return MatchResolution.DUPLICATE
+    kind = classify_return(status, archived=archived, converted_membership_id=converted_membership_id)
+    return MatchResolution.REOPEN if entry_point and kind.reopens else MatchResolution.DUPLICATE
 
 
 # --- the public boundary ----------------------------------------------------------------------------------

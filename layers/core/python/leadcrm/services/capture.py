@@ -27,6 +27,7 @@ from leadcrm.domain.intake import (
     PUBLIC_CAMPAIGN_REFS,
     accepted_campaign_ref,
 )
+from leadcrm.domain.returning import ReturnVia
 from leadcrm.services import idempotency
 from leadcrm.services.activity import record_activity
 from leadcrm.services.campaigns import find_or_create_campaign
@@ -84,8 +85,15 @@ def capture_lead(
         campaign_id=campaign_id,
     )
     try:
+        # A closed lead of this person is reopened here (spec "Returning leads"); an open one is a duplicate.
         intake_lead(
-            uow, organization_id, new, actor_user_id=None, channel=MINISITE_CHANNEL, received=submission.received
+            uow,
+            organization_id,
+            new,
+            actor_user_id=None,
+            channel=MINISITE_CHANNEL,
+            received=submission.received,
+            via=ReturnVia.PUBLIC_CAPTURE,
         )
     except DuplicateLead as duplicate:
         _record_resubmission(conn, organization_id, duplicate.existing.id, submission, campaign_id)
@@ -144,8 +152,8 @@ def _record_resubmission(
     submission: PublicSubmission,
     campaign_id: uuid.UUID | None,
 ) -> None:
-    """The person came back: their words are kept on a duplicate receipt, and staff see it on the timeline.
-    (Reopening a closed lead is the returning-leads issue's, decided in `domain.intake.resolve_match`.)"""
+    """The person came back while their lead is open (or won): their words are kept on a duplicate receipt,
+    and staff see it on the timeline. A closed lead was reopened by `intake_lead` instead."""
     receipt_id = record_receipt(conn, organization_id, lead_id, MINISITE_CHANNEL, submission.received, duplicate=True)
     record_activity(
         conn,

@@ -23,6 +23,7 @@ class ExistingLead:
     name: str | None
     status: str
     archived_at: datetime | None
+    converted_membership_id: uuid.UUID | None = None
 
     @property
     def is_closed(self) -> bool:
@@ -56,11 +57,17 @@ def find_same_person(
     if not matches:
         return None
     row = conn.execute(
-        select(leads.c.id, leads.c.name, leads.c.status, leads.c.archived_at)
+        select(leads.c.id, leads.c.name, leads.c.status, leads.c.archived_at, leads.c.converted_membership_id)
         .where(leads.c.organization_id == organization_id, or_(*matches))
         .order_by(leads.c.created_at, leads.c.id)
         .limit(1)
     ).first()
     if row is None:
         return None
-    return ExistingLead(id=row.id, name=row.name, status=row.status, archived_at=row.archived_at)
+    return ExistingLead(
+        id=row.id,
+        name=row.name,
+        status=row.status,
+        archived_at=row.archived_at,
+        converted_membership_id=row.converted_membership_id,
+    )

@@ -232,7 +232,7 @@ def _status_changed_event(actor: Actor, move: StageMove) -> DomainEvent:
             "toStatus": move.to_status.value,
             "fromStageId": str(move.from_stage_id),
             "toStageId": str(move.to_stage_id),
-            "actorUserId": str(actor.user_id),
+            "actorUserId": str(actor.user_id) if actor.user_id else None,  # None: the system (system_actor)
         },
     )
 

@@ -2,13 +2,15 @@
 
 One create = dedup against the organization's leads (serialized per person), the lead on the default
 pipeline's New stage, its first status event, a receipt of what the entry point was sent, the auto-task,
-and `lead.created`.
+and `lead.created`. A match on a closed lead that came back through an entry point is reopened instead
+(`services.returning.return_lead`, decided in `domain.intake.resolve_match`): then nothing is created.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Connection, Uuid, insert, literal, null, select
@@ -19,6 +21,7 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.domain.events import LEAD_CREATED, DomainEvent
 from leadcrm.domain.intake import MatchResolution, contact_task_title, resolve_match
+from leadcrm.domain.returning import ReturnTouch, ReturnVia
 from leadcrm.errors import Conflict
 from leadcrm.ids import uuid7
 from leadcrm.services.activity import record_activity
@@ -85,29 +88,53 @@ class DuplicateLead(Conflict):
         self.existing = existing
 
 
-def create_lead(
-    uow: UnitOfWork, actor: Actor, new: NewLead, *, received: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """G2: a staff member creates a lead. The campaign must be a live hook of this organization and the
-    assignee an active staff member of it; `received` is the body as the staff member sent it."""
+class IntakeOutcome(StrEnum):
+    CREATED = "created"  # a new lead
+    REOPENED = "reopened"  # a closed lead of this person came back (spec "Returning leads")
+
+
+@dataclass(frozen=True)
+class Intake:
+    """What an intake did, and the lead it did it to (LEAD_COLUMNS; a reopened lead has the return columns
+    too)."""
+
+    lead: dict[str, Any]
+    outcome: IntakeOutcome
+
+    @property
+    def created(self) -> bool:
+        return self.outcome is IntakeOutcome.CREATED
+
+
+def create_lead(uow: UnitOfWork, actor: Actor, new: NewLead, *, received: dict[str, Any] | None = None) -> Intake:
+    """G2: a staff member creates a lead, or reopens the closed lead of the same person. The campaign must be
+    a live hook of this organization and the assignee an active staff member of it; `received` is the body
+    as the staff member sent it. On a reopen the staff member (or the assignee they chose) takes the lead
+    when it has no owner, and only name, email, phone, note and campaign are taken from the body."""
     conn = uow.connection
     if new.campaign_id is not None:
         require_attachable_campaign(conn, actor.organization_id, new.campaign_id)
     if new.assigned_to_user_id is not None:
         require_assignable_staff(conn, actor.organization_id, new.assigned_to_user_id)
-    lead = intake_lead(
-        uow, actor.organization_id, new, actor_user_id=actor.user_id, channel=STAFF_CHANNEL, received=received
+    intake = intake_lead(
+        uow,
+        actor.organization_id,
+        new,
+        actor_user_id=actor.user_id,
+        channel=STAFF_CHANNEL,
+        received=received,
+        via=ReturnVia.STAFF_CREATE,
     )
-    if new.assigned_to_user_id is not None:
+    if intake.created and new.assigned_to_user_id is not None:
         record_activity(
             conn,
             actor.organization_id,
-            lead["id"],
+            intake.lead["id"],
             OWNER_CHANGED_ACTIVITY,
             {"fromUserId": None, "toUserId": str(new.assigned_to_user_id)},
             actor_user_id=actor.user_id,
         )
-    return lead
+    return intake
 
 
 def intake_lead(
@@ -118,20 +145,30 @@ def intake_lead(
     actor_user_id: uuid.UUID | None,
     channel: str,
     received: dict[str, Any] | None,
-) -> dict[str, Any]:
+    via: ReturnVia | None = None,
+    dedup: bool = True,
+    recovered_signup: bool = False,
+) -> Intake:
     """The create every entry point shares; raises DuplicateLead when the person is already a lead here.
 
     Checks (campaign, assignee) are the caller's: this trusts `new`. `channel` names the entry point on the
     receipt ('staff', 'minisite', ...), `received` is what it was sent, kept as sent.
+
+    `via` makes the caller a returning-leads entry point: a match on a closed lead reopens it (with the
+    touch taken from `new`) instead of raising. Without it (the CSV import, on purpose) every match is a
+    duplicate. `dedup=False` is for a caller that already matched the person its own way under `lock_person`
+    (a released join matches on a person, never on a bare field). `recovered_signup` marks lead.created.
     """
     conn = uow.connection
-    lock_person(conn, organization_id, new.email, new.phone)
-    existing = find_same_person(conn, organization_id, new.email, new.phone)
-    if existing is not None:
-        # The returning-leads issue adds its REOPEN case here (decided in domain.intake.resolve_match).
-        match resolve_match(existing.status, existing.archived_at is not None):
-            case MatchResolution.DUPLICATE:
+    if dedup:
+        lock_person(conn, organization_id, new.email, new.phone)
+        existing = find_same_person(conn, organization_id, new.email, new.phone)
+        if existing is not None:
+            reopened = _reopen_returning(uow, organization_id, existing, new, actor_user_id, via)
+            if reopened is None:
                 raise DuplicateLead(existing)
+            record_receipt(conn, organization_id, existing.id, channel, received or {}, duplicate=True)
+            return Intake(reopened, IntakeOutcome.REOPENED)
     placement = default_new_stage(conn, organization_id)
     lead = _insert_lead(conn, organization_id, new, placement, actor_user_id, channel, received or {})
     create_contact_task(conn, organization_id, lead["id"], contact_task_title(new.name, new.email, new.phone))
@@ -146,10 +183,46 @@ def intake_lead(
                 "stageId": str(placement.stage_id),
                 "campaignId": str(new.campaign_id) if new.campaign_id else None,
                 "actorUserId": str(actor_user_id) if actor_user_id else None,
+                # A released join is a recovered signup, not a cold lead: new_lead automations skip it.
+                **({"recoveredSignup": True} if recovered_signup else {}),
             },
         )
     )
-    return lead
+    return Intake(lead, IntakeOutcome.CREATED)
+
+
+def _reopen_returning(
+    uow: UnitOfWork,
+    organization_id: uuid.UUID,
+    existing: ExistingLead,
+    new: NewLead,
+    actor_user_id: uuid.UUID | None,
+    via: ReturnVia | None,
+) -> dict[str, Any] | None:
+    """The dedup seam: the reopened lead when the match is a closed lead and the caller an entry point, else
+    None (a duplicate). A lead reopened or won between the dedup read and the row lock is a duplicate too;
+    `return_lead` wrote nothing then, so the caller may still go on in the same transaction."""
+    resolution = resolve_match(
+        existing.status,
+        existing.archived_at is not None,
+        converted_membership_id=existing.converted_membership_id,
+        entry_point=via is not None,
+    )
+    if resolution is MatchResolution.DUPLICATE or via is None:
+        return None
+    # Imported here: services.returning builds on lead_moves, which builds on this module.
+    from leadcrm.services.returning import return_lead
+
+    outcome = return_lead(
+        uow,
+        organization_id,
+        existing.id,
+        via=via,
+        actor_user_id=actor_user_id,
+        touch=ReturnTouch(note=new.note, name=new.name, email=new.email, phone=new.phone, campaign_id=new.campaign_id),
+        owner_user_id=new.assigned_to_user_id,
+    )
+    return outcome.lead if outcome.reopened else None
 
 
 def _insert_lead(

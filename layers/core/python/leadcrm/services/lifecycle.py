@@ -16,7 +16,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.db.tables import lead_activity_events, leads, minisite_events, organizations
 from leadcrm.domain.events import LEAD_CREATED
+from leadcrm.domain.returning import MEMBERSHIP_JOIN_RELEASED
 from leadcrm.ids import parse_uuid, uuid7
+from leadcrm.services import conversion, returning
 
 logger = logging.getLogger(__name__)
 
@@ -117,4 +119,7 @@ _HANDLERS = {
     MINISITE_EVENT_PUBLISHED: _minisite_event_published,
     MINISITE_EVENT_UPDATED: _minisite_event_published,
     MINISITE_EVENT_ARCHIVED: _minisite_event_archived,
+    conversion.MEMBERSHIP_SELF_SIGNUP: conversion.handle_membership_self_signup,
+    conversion.ENTITLEMENT_ACTIVATED: conversion.handle_entitlement_activated,
+    MEMBERSHIP_JOIN_RELEASED: returning.handle_join_released,
 }
