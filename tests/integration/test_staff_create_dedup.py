@@ -198,3 +198,38 @@ def test_two_simultaneous_identical_public_submissions_make_one_lead_and_one_res
     [lead] = lead_rows(caller.org_id)
     assert sorted(r["duplicate"] for r in receipts_of(caller.org_id)) == [False, True]
     assert {r["lead_id"] for r in receipts_of(caller.org_id)} == {lead["id"]}
+
+
+def test_the_same_phone_typed_another_way_is_the_same_person_in_the_organizations_region():
+    from sqlalchemy import update
+
+    from leadcrm.db.engine import get_engine
+    from leadcrm.db.tables import organizations
+
+    caller = make_caller()
+    with get_engine().begin() as conn:
+        conn.execute(update(organizations).where(organizations.c.id == caller.org_id).values(country_code="IL"))
+    first = call_api("POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Noa", "phone": "050-123-4567"})
+
+    second = call_api(
+        "POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Noa", "phone": "+972 50 123 4567"}
+    )
+
+    assert second.status == 409
+    assert second.body["error"]["existingLeadId"] == first.data["id"]
+
+
+def test_numbers_sharing_only_their_last_seven_digits_are_different_people():
+    from sqlalchemy import update
+
+    from leadcrm.db.engine import get_engine
+    from leadcrm.db.tables import organizations
+
+    caller = make_caller()
+    with get_engine().begin() as conn:
+        conn.execute(update(organizations).where(organizations.c.id == caller.org_id).values(country_code="IL"))
+    call_api("POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Noa", "phone": "050-123-4567"})
+
+    other = call_api("POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Noa", "phone": "052-123-4567"})
+
+    assert other.status == 201

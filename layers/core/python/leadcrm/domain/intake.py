@@ -1,6 +1,7 @@
 """Rules of lead intake (G1 public capture, G2 staff create), without I/O.
 
-- Dedup is per organization, by email (case-insensitive) or by phone digits (formatting ignored).
+- Dedup is per organization, by email (case-insensitive) or by phone: the same number however it was typed
+  ("050-123 4567", "+972 50 123 4567"), compared in E.164 in the organization's region.
 - Concurrent creates of the same person are serialized on advisory-lock keys derived from what identifies
   them, taken in one fixed order so two creates can never wait on each other in a cycle.
 - The public boundary keeps only what the minisite's own surfaces send (spec G1 step 2).
@@ -16,6 +17,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
+from leadcrm.domain.identity import last_seven_digits, normalize_phone
 from leadcrm.domain.returning import classify_return
 from leadcrm.domain.returning import is_closed_lead as is_closed_lead  # re-exported: dedup reads it here
 
@@ -41,16 +43,32 @@ def phone_digits(phone: str | None) -> str | None:
     return digits or None
 
 
+def same_phone(a: str | None, b: str | None, default_region: str | None) -> bool:
+    """The same number however each was typed: equal in E.164 (read in the organization's region), or, when
+    either cannot be read as a number, equal digit for digit."""
+    digits_a, digits_b = phone_digits(a), phone_digits(b)
+    if digits_a is None or digits_b is None:
+        return False
+    e164_a, e164_b = normalize_phone(a, default_region), normalize_phone(b, default_region)
+    if e164_a is not None and e164_b is not None:
+        return e164_a == e164_b
+    return digits_a == digits_b
+
+
 def dedup_lock_keys(organization_id: uuid.UUID, email: str | None, phone: str | None) -> list[int]:
     """The `pg_advisory_xact_lock` keys for a create of this person, in the order they must be taken.
 
-    One key per identifier (email, phone digits), scoped to the organization. Sorted, so every create takes
-    its keys in the same global order: two creates sharing both identifiers queue up instead of deadlocking.
+    One key per identifier (email, the phone's last seven digits), scoped to the organization. Seven digits
+    survive every way a number is written, so "050-1234567" and "+972501234567" queue on the same key (two
+    different numbers that share them merely wait for each other). Sorted, so every create takes its keys in
+    the same global order: two creates sharing both identifiers queue up instead of deadlocking.
     """
     identities = []
     if (email_key := normalized_email(email)) is not None:
         identities.append(f"{organization_id}:email:{email_key}")
-    if (digits := phone_digits(phone)) is not None:
+    if (last7 := last_seven_digits(phone)) is not None:
+        identities.append(f"{organization_id}:phone7:{last7}")
+    elif (digits := phone_digits(phone)) is not None:
         identities.append(f"{organization_id}:phone:{digits}")
     return sorted({_signed_64bit_hash(identity) for identity in identities})
 
