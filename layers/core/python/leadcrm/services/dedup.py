@@ -2,7 +2,8 @@
 
 Same organization, same email (case-insensitive) or the same phone number however it was typed. Only
 this organization's leads are considered: the same person may be a lead of several organizations. Leads
-are the only candidates, never users, so a managed member sharing a parent's phone or email is never matched here ("Managed members").
+are the only candidates, never users, so a managed member sharing a parent's phone or email is never
+matched here ("Managed members").
 """
 
 from __future__ import annotations
