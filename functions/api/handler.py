@@ -22,12 +22,17 @@ from api.routers import (
     campaigns,
     capture,
     conversion,
+    erase,
+    follow_ups,
     lead_moves,
     lead_reads,
     leads,
     pipelines,
+    queue,
     returning,
     tags,
+    tasks,
+    urgent_prompt,
 )
 from leadcrm.errors import AppError
 
@@ -35,7 +40,22 @@ logger = Logger(service="leadcrm")
 # A response that breaks its own schema is our bug: a 500, never blamed on the request.
 app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
 # Literal paths (…/leads/campaigns, …/leads/bulk-move-stage) are registered before …/leads/<leadId>.
-for area in (campaigns, tags, lead_moves, conversion, returning, capture, pipelines, leads, lead_reads):
+for area in (
+    campaigns,
+    tags,
+    queue,
+    erase,
+    follow_ups,
+    lead_moves,
+    conversion,
+    returning,
+    capture,
+    pipelines,
+    tasks,
+    urgent_prompt,
+    leads,
+    lead_reads,
+):
     app.include_router(area.router)
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})

@@ -1,0 +1,7 @@
+"""Erasing leads (owner/admin): single and bulk erase."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+router = APIGatewayHttpRouter()

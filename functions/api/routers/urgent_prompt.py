@@ -1,0 +1,7 @@
+"""The morning urgent prompt (staff): /organizations/{orgId}/urgent-prompt."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+router = APIGatewayHttpRouter()

@@ -1,0 +1,21 @@
+"""erase and digest (reserved: filled by the work on this area, or removed if it needs no schema change)
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-11-29
+"""
+
+from __future__ import annotations
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
