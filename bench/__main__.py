@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from bench.attention import measure_attention, report_lines, seed_attention
 from bench.database import bench_database
 from bench.measure import Latency
 from bench.scenarios import (
@@ -73,6 +74,7 @@ def main() -> int:
         seed_engine = create_engine(pg8000_url(url), poolclass=NullPool)
         try:
             seeded = seed(seed_engine, scale, log)
+            seed_attention(seed_engine, seeded.big_org_id, log)
             vacuum(seed_engine, log)
         finally:
             seed_engine.dispose()
@@ -97,6 +99,7 @@ def main() -> int:
             latency = measure_list_shape(shape, requests=requests, warmup=warmup)
             list_rows.append((shape.name, latency, plans[shape.name]))
             log(f"  list {shape.name:<48} p95 {latency.p95:7.2f} ms")
+        attention = measure_attention(org.owner, org.coach, requests=requests, warmup=warmup, log=log)
         handler_shape = shapes[0]
         handler_list = measure_handler_list(org, handler_shape, requests=requests, warmup=warmup)
         detail = measure_detail(org, requests=requests, warmup=warmup)
@@ -121,6 +124,7 @@ def main() -> int:
             }
             for name, latency, plan in list_rows
         ]
+        results["attention"] = attention
         results["listThroughHandler"] = {"shape": handler_shape.name, **handler_list.as_dict()}
         results["detail"] = detail.as_dict()
         results["detailThroughHandler"] = handler_detail.as_dict()
@@ -177,6 +181,8 @@ def _print_report(results: dict[str, Any]) -> None:
             f"skipped {bulk['skipped']:,}; target ≤ {BULK_MOVE_TARGET_S:.0f} s: "
             f"{'yes' if bulk['meetsTarget'] else 'NO'}"
         )
+    if "attention" in results:
+        lines += report_lines(results["attention"])
     lines.append(f"seed: {results['seed']['seconds']:.1f} s{' (reused)' if results['seed']['reused'] else ''}")
     log("\n".join(lines))
 

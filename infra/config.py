@@ -11,6 +11,7 @@ from infra.leadcrm_constructs.http_api import ApiSettings
 class LeadCrmConfig:
     api: ApiSettings
     database_deletion_protection: bool
+    mail_from: str  # the sender of LeadCRM's own mail (digests); a verified SES identity
 
     @classmethod
     def from_context(cls, scope: Construct) -> "LeadCrmConfig":
@@ -21,6 +22,7 @@ class LeadCrmConfig:
                 dashboard_origin=_required(scope, "dashboardOrigin"),
             ),
             database_deletion_protection=_flag(scope, "databaseDeletionProtection", default=True),
+            mail_from=_required(scope, "mailFrom"),
         )
 
 

@@ -103,6 +103,8 @@ class Network(Construct):
         )
         self.sqs_endpoint = self._interface_endpoint("Sqs", ec2.InterfaceVpcEndpointAwsService.SQS)
         self.events_endpoint = self._interface_endpoint("Events", ec2.InterfaceVpcEndpointAwsService.EVENTBRIDGE)
+        # task_lifecycle sends the staff digest through the SES API from the isolated subnets.
+        self.email_endpoint = self._interface_endpoint("Email", ec2.InterfaceVpcEndpointAwsService.EMAIL)
 
     def _interface_endpoint(
         self, endpoint_id: str, service: ec2.InterfaceVpcEndpointAwsService

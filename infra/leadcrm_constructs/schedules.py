@@ -15,10 +15,12 @@ from constructs import Construct
 
 OUTBOX_RELAY_JOB = "outbox_relay"
 RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
+DAILY_DIGEST_JOB = "daily_digest"
 
 
 class Schedules(Construct):
-    """Scheduled jobs: the outbox relay every minute, throttle-counter cleanup every 15 minutes."""
+    """Scheduled jobs: the outbox relay every minute; throttle-counter cleanup and the morning digest every
+    15 minutes (the digest job itself picks the organizations whose local morning it is)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -44,6 +46,35 @@ class Schedules(Construct):
             job=RATE_LIMIT_CLEANUP_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
             description="Delete public-capture throttle counters of past windows",
+        )
+        self.daily_digest = self._job(
+            "DailyDigest",
+            job=DAILY_DIGEST_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
+            description="Mail staff their urgent counts in their organization's morning (once a local day)",
+        )
+        # The digest sends through SES v2 SendEmail from the MAIL_FROM identity (a verified domain or
+        # address of this account and region; which one is a deployment choice, so any identity of it).
+        stack = Stack.of(self)
+        task_lifecycle.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["ses:SendEmail"],
+                resources=[stack.format_arn(service="ses", resource="identity", resource_name="*")],
+            )
+        )
+        NagSuppressions.add_resource_suppressions(
+            task_lifecycle,
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "ses:SendEmail on the SES identities of this account and region: the sending "
+                    "identity (MAIL_FROM) is chosen per deployment; no other SES action is granted.",
+                    "applies_to": [
+                        {"regex": "/^Resource::arn:<AWS::Partition>:ses:<AWS::Region>:<AWS::AccountId>:identity/\\*$/"}
+                    ],
+                }
+            ],
+            apply_to_children=True,
         )
 
         # after the jobs: their grants create the role's policy, and suppressions reach existing children only

@@ -51,6 +51,7 @@ class LeadCrmStack(Stack):
             task_lifecycle_queue=messaging.task_lifecycle,
         )
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
+        functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
         webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
         Observability(self, "Observability", functions=functions.all, work_queues=messaging.work_queues)

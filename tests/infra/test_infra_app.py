@@ -28,6 +28,7 @@ def test_context_values_and_overrides() -> None:
             "jwtAudience": "dash",
             "dashboardOrigin": "https://app.example.org",
             "databaseDeletionProtection": "false",  # -c passes strings
+            "mailFrom": "Studio CRM <crm@studio.example.org>",
         }
     )
     config = LeadCrmConfig.from_context(app)
@@ -35,6 +36,7 @@ def test_context_values_and_overrides() -> None:
     assert config.api.jwt_audience == "dash"
     assert config.api.dashboard_origin == "https://app.example.org"
     assert config.database_deletion_protection is False
+    assert config.mail_from == "Studio CRM <crm@studio.example.org>"
 
 
 def test_missing_issuer_is_an_error_not_a_silent_default() -> None:

@@ -54,7 +54,13 @@ def test_vpc_is_isolated_with_endpoints(resources: dict[str, Any], template: Tem
     assert all(subnet["MapPublicIpOnLaunch"] is False for subnet in subnets)
     endpoints = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::EC2::VPCEndpoint"]
     services = {_service_suffix(e["ServiceName"]): e.get("VpcEndpointType", "Gateway") for e in endpoints}
-    assert services == {"secretsmanager": "Interface", "sqs": "Interface", "events": "Interface", "s3": "Gateway"}
+    assert services == {
+        "secretsmanager": "Interface",
+        "sqs": "Interface",
+        "events": "Interface",
+        "email": "Interface",
+        "s3": "Gateway",
+    }
     template.resource_count_is("AWS::EC2::FlowLog", 1)
 
 

@@ -76,3 +76,13 @@ def test_one_pooled_connection_is_reused_across_invocations(database_url: str) -
     with engine.connect() as second:
         assert second.execute(text("SELECT pg_backend_pid()")).scalar_one() == pid
     engine.dispose()
+
+
+def test_connections_send_statements_without_waiting_for_delayed_acknowledgements(database_url: str) -> None:
+    import socket
+
+    engine = build_engine(_settings(database_url, auth_mode="url", url=database_url))
+    with engine.connect() as conn:
+        sock = conn.connection.dbapi_connection._usock
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    engine.dispose()

@@ -7,6 +7,7 @@ RDS IAM auth token minted for each new connection (through RDS Proxy in AWS).
 from __future__ import annotations
 
 import json
+import socket
 import ssl
 import threading
 from typing import Any
@@ -67,7 +68,16 @@ def build_engine(settings: DatabaseSettings) -> Engine:
     )
     if settings.auth_mode == "iam":
         _mint_iam_token_per_connection(engine, settings)
+    event.listen(engine, "connect", _disable_nagle)
     return engine
+
+
+def _disable_nagle(dbapi_connection: Any, connection_record: Any) -> None:
+    """pg8000 leaves Nagle's algorithm on: a statement larger than one TCP segment then waits ~40 ms for a
+    delayed acknowledgement before its tail is sent. Queries go out whole and at once instead."""
+    sock = getattr(dbapi_connection, "_usock", None)
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 def _url_from_secret(settings: DatabaseSettings) -> URL:

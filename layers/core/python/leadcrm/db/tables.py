@@ -76,6 +76,22 @@ TAG_CATEGORIES = ("label", "purchase")
 # The entry points a closed lead came back through (leads.returned_via), see domain.returning.ReturnVia.
 RETURN_VIAS = ("public_capture", "staff_create", "meta", "whatsapp", "join_released", "staff_reopen")
 
+# The work queue's scope and reasons as SQL, shared by its partial indexes and by the queries that must
+# repeat them word for word for PostgreSQL to prove an index applies (domain.attention states the rules).
+QUEUE_SCOPE_SQL = (
+    "archived_at IS NULL AND paused_at IS NULL "
+    "AND status IN ('new', 'contacted', 'callback', 'trial_booked', 'no_show')"
+)
+UNTOUCHED_NEW_SQL = "status = 'new' AND last_contact_attempt_at IS NULL AND last_contacted_at IS NULL"
+# A follow-up that is not the seeded intake call (due at created_at) nor the return call (due at returned_at).
+REAL_FOLLOW_UP_SQL = (
+    "next_action_at IS NOT NULL AND NOT (next_action_type IS NOT DISTINCT FROM 'call' "
+    "AND (next_action_at = created_at OR next_action_at IS NOT DISTINCT FROM returned_at))"
+)
+INBOUND_UNANSWERED_SQL = (
+    "last_inbound_at IS NOT NULL AND (last_outbound_at IS NULL OR last_outbound_at < last_inbound_at)"
+)
+
 organizations = Table(
     "organizations",
     metadata,
@@ -210,6 +226,15 @@ leads = Table(
     Column("paused_at", DateTime(timezone=True)),
     # Unanswered calls in a row (call outcomes); a return starts the count again.
     Column("consecutive_no_answer_count", Integer, nullable=False, server_default=text("0")),
+    # Touches (services.touches): the last attempt of any kind, the last time a person was reached, and the
+    # first touch a staff member logged (never an automatic acknowledgement; kept once set).
+    Column("last_contact_attempt_at", DateTime(timezone=True)),
+    Column("last_contacted_at", DateTime(timezone=True)),
+    Column("first_human_response_at", DateTime(timezone=True)),
+    # Conversations (a later issue) stamp the last message in and out; the work queue's inbound_unanswered
+    # reason and the urgent prompt read them (the lead wrote last). Nothing writes them yet.
+    Column("last_inbound_at", DateTime(timezone=True)),
+    Column("last_outbound_at", DateTime(timezone=True)),
     _created_at(),
     _updated_at(),
     CheckConstraint(_one_of("status", STAGE_CATEGORIES), name="status"),
@@ -219,6 +244,36 @@ leads = Table(
     CheckConstraint("return_count >= 0", name="return_count_not_negative"),
     CheckConstraint("consecutive_no_answer_count >= 0", name="consecutive_no_answer_count_not_negative"),
     Index("ix_leads_org_id", "organization_id", "id"),
+    # The work queue and the urgent prompt (services.work_queue, services.urgent_prompt): one partial index
+    # per reason, each on the open, live, unpaused leads only, ordered by the instant the reason ranks by.
+    Index(
+        "ix_leads_queue_untouched_new",
+        "organization_id",
+        "created_at",
+        "id",
+        postgresql_where=text(f"{QUEUE_SCOPE_SQL} AND {UNTOUCHED_NEW_SQL}"),
+    ),
+    Index(
+        "ix_leads_queue_unassigned",
+        "organization_id",
+        "created_at",
+        "id",
+        postgresql_where=text(f"{QUEUE_SCOPE_SQL} AND assigned_to_user_id IS NULL"),
+    ),
+    Index(
+        "ix_leads_queue_follow_up",
+        "organization_id",
+        "next_action_at",
+        "id",
+        postgresql_where=text(f"{QUEUE_SCOPE_SQL} AND {REAL_FOLLOW_UP_SQL}"),
+    ),
+    Index(
+        "ix_leads_queue_inbound_unanswered",
+        "organization_id",
+        "last_inbound_at",
+        "id",
+        postgresql_where=text(f"{QUEUE_SCOPE_SQL} AND {INBOUND_UNANSWERED_SQL}"),
+    ),
     # The Sales queue's returned leads, newest return first.
     Index(
         "ix_leads_org_returned_at",
@@ -426,6 +481,16 @@ tasks = Table(
     CheckConstraint(_one_of("priority", TASK_PRIORITIES), name="priority"),
     Index("ix_tasks_org_assignee_status", "organization_id", "assignee_user_id", "status", "due_date"),
     Index("ix_tasks_org_linked_lead", "organization_id", "linked_lead_id"),
+    # The Tasks page: keyset pages on (due_date, id) within the organization.
+    Index("ix_tasks_org_due_date", "organization_id", "due_date", "id"),
+    # The urgent prompt: a staff member's open tasks due up to today.
+    Index(
+        "ix_tasks_open_assignee_due",
+        "organization_id",
+        "assignee_user_id",
+        "due_date",
+        postgresql_where=text("status IN ('pending', 'in_progress') AND deleted_at IS NULL"),
+    ),
     # A lead has at most one open contact task: it is the lead's follow-up.
     Index(
         "tasks_open_contact_lead_unique_idx",
@@ -433,6 +498,38 @@ tasks = Table(
         unique=True,
         postgresql_where=text("type = 'contact_lead' AND status IN ('pending', 'in_progress') AND deleted_at IS NULL"),
     ),
+)
+
+CONSENT_CHANNELS = ("email", "sms", "whatsapp", "call")
+CONSENT_STATUSES = ("granted", "revoked")
+
+# A lead's consent per channel (services.consent). No row: nothing was said, the channel is allowed.
+lead_consents = Table(
+    "lead_consents",
+    metadata,
+    _id(),
+    _org(),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("source", Text, nullable=False),
+    _updated_at(),
+    CheckConstraint(_one_of("channel", CONSENT_CHANNELS), name="channel"),
+    CheckConstraint(_one_of("status", CONSENT_STATUSES), name="status"),
+    Index("uq_lead_consents_lead_channel", "lead_id", "channel", unique=True),
+)
+
+# The morning urgent prompt, per staff member and organization: the organization-local day it was last
+# shown (once a day), and until when it is snoozed.
+staff_prompt_states = Table(
+    "staff_prompt_states",
+    metadata,
+    Column("organization_id", Uuid, ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
+    Column("user_id", Uuid, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("last_shown_on", Date),
+    Column("snoozed_until", DateTime(timezone=True)),
+    _updated_at(),
+    PrimaryKeyConstraint("organization_id", "user_id", name="pk_staff_prompt_states"),
 )
 
 outbox = Table(
@@ -461,4 +558,26 @@ idempotency_keys = Table(
     Column("response_body", JSONB, nullable=False),
     _created_at(),
     Index("ix_idempotency_keys_created_at", "created_at"),
+)
+
+DIGEST_DELIVERY_STATUSES = ("sending", "sent", "failed")
+
+# The morning digest (services.digest): at most one per staff member, organization and organization-local
+# day. The row is claimed (INSERT … ON CONFLICT DO NOTHING) and committed before the mail is sent, so a
+# second run the same day sends nothing more; the outcome (sent, or failed with the error) is written after.
+staff_digest_deliveries = Table(
+    "staff_digest_deliveries",
+    metadata,
+    _id(),
+    _org(),
+    Column("user_id", Uuid, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("local_date", Date, nullable=False),
+    Column("status", Text, nullable=False, server_default="sending"),
+    Column("counts", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("provider_message_id", Text),
+    Column("error", Text),
+    Column("sent_at", DateTime(timezone=True)),
+    _created_at(),
+    CheckConstraint(_one_of("status", DIGEST_DELIVERY_STATUSES), name="status"),
+    Index("uq_staff_digest_deliveries_org_user_date", "organization_id", "user_id", "local_date", unique=True),
 )

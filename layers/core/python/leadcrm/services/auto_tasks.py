@@ -1,5 +1,9 @@
 """The auto-task of a new lead (spec G1 step 7, also on G2): the owner is asked to contact it tomorrow.
 
+The task is the lead's follow-up (spec "One object"): the same statement writes the lead's seed follow-up
+(a call due at the lead's created_at, `services.follow_ups.with_intake_seed`), which the task stands for;
+no task (no owner, or a failure) means no seed either.
+
 It never blocks the create (spec "Auto-task never blocks lead create"): the insert runs in a SAVEPOINT, and
 any failure rolls back only the savepoint, is logged, and is swallowed. No owner: silently skipped.
 """
@@ -60,7 +64,10 @@ def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: 
         .order_by(memberships.c.created_at, memberships.c.id)
         .limit(1)
     )
-    return (
+    # Imported here: the follow-up service imports the leads service, which imports this module.
+    from leadcrm.services.follow_ups import with_intake_seed
+
+    task_insert = (
         insert(tasks)
         .from_select(
             [
@@ -76,5 +83,6 @@ def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: 
             ],
             owner_and_due_date,
         )
-        .returning(tasks.c.id)
+        .returning(tasks.c.linked_lead_id)
     )
+    return with_intake_seed(task_insert, organization_id)

@@ -20,6 +20,7 @@ from leadcrm.db.tables import lead_receipts, lead_status_events, leads
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.domain.events import LEAD_CREATED, DomainEvent
+from leadcrm.domain.follow_ups import intake_seed_values
 from leadcrm.domain.intake import MatchResolution, contact_task_title, resolve_match
 from leadcrm.domain.returning import ReturnTouch, ReturnVia
 from leadcrm.errors import Conflict
@@ -171,7 +172,8 @@ def intake_lead(
             return Intake(reopened, IntakeOutcome.REOPENED)
     placement = default_new_stage(conn, organization_id)
     lead = _insert_lead(conn, organization_id, new, placement, actor_user_id, channel, received or {})
-    create_contact_task(conn, organization_id, lead["id"], contact_task_title(new.name, new.email, new.phone))
+    if create_contact_task(conn, organization_id, lead["id"], contact_task_title(new.name, new.email, new.phone)):
+        lead = {**lead, **intake_seed_values(lead)}  # the task's statement also wrote the seed follow-up
     uow.add_event(
         DomainEvent(
             type=LEAD_CREATED,

@@ -15,10 +15,10 @@ from sqlalchemy import Connection, DateTime, Text, Uuid, cast, func, literal, nu
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.db.tables import lead_activity_events, leads, minisite_events, organizations
-from leadcrm.domain.events import LEAD_CREATED
-from leadcrm.domain.returning import MEMBERSHIP_JOIN_RELEASED
+from leadcrm.domain.events import LEAD_CREATED, LEAD_STATUS_CHANGED
+from leadcrm.domain.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
 from leadcrm.ids import parse_uuid, uuid7
-from leadcrm.services import conversion, returning
+from leadcrm.services import conversion, follow_ups, lead_task_closing, returning
 
 logger = logging.getLogger(__name__)
 
@@ -122,4 +122,6 @@ _HANDLERS = {
     conversion.MEMBERSHIP_SELF_SIGNUP: conversion.handle_membership_self_signup,
     conversion.ENTITLEMENT_ACTIVATED: conversion.handle_entitlement_activated,
     MEMBERSHIP_JOIN_RELEASED: returning.handle_join_released,
+    LEAD_STATUS_CHANGED: lead_task_closing.handle_lead_status_changed,
+    LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
 }
