@@ -8,6 +8,7 @@ import os
 import uuid
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from infra.local import aws
 from infra.local.auth import LocalAuthority
@@ -171,10 +172,15 @@ class LocalStack:
         from leadcrm.services.directory import add_membership, create_organization, create_user
 
         name = str(data.get("name") or "Demo Studio")
+        timezone = str(data.get("timezone") or "UTC")
+        try:
+            ZoneInfo(timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            return _error(400, "VALIDATION_FAILED", "timezone must be an IANA time zone name.")
         suffix = uuid.uuid4().hex[:8]
         users: dict[str, dict[str, str]] = {}
         with get_engine().begin() as conn:
-            organization_id = create_organization(conn, name)
+            organization_id = create_organization(conn, name, timezone=timezone)
             for role in ROLES:
                 subject, email = str(uuid.uuid4()), f"{role}+{suffix}@demo.leadcrm.local"
                 user_id = create_user(
