@@ -351,7 +351,7 @@ def measure_bulk_move(org: BigOrg, *, size: int, runs: int) -> BulkMoveRun | str
     """bulk_move_stage of `size` leads of the Sales pipeline (primary or secondary placements) to Callback,
     timed inside its unit of work, then rolled back (never committed) so every run starts from the seed."""
     try:
-        from leadcrm.services.lead_moves import bulk_move_stage
+        from leadcrm.services.bulk_moves import bulk_move_stage
     except ImportError as error:  # the move helper is someone else's module; report rather than crash
         return f"not measured: {error}"
     target = org.stage_ids["callback"]

@@ -98,6 +98,12 @@ class Lead(OutModel):
     next_action_at: datetime | None
     next_action_type: str | None
     next_action_note: str | None
+    returned_at: datetime | None = None
+    returned_from_status: str | None = None
+    returned_via: str | None = None
+    return_count: int = 0
+    last_contacted_at: datetime | None = None
+    first_human_response_at: datetime | None = None
     status_changed_at: datetime
     created_at: datetime
     updated_at: datetime

@@ -19,10 +19,6 @@ class ReopenBody(CamelModel):
 class ReturnedLead(Lead):
     """A lead with what the returning-leads surfaces show: when and how it last came back."""
 
-    returned_at: datetime | None
-    returned_from_status: str | None
-    returned_via: str | None
-    return_count: int
     paused_at: datetime | None
     consecutive_no_answer_count: int
 

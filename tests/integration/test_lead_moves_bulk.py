@@ -11,7 +11,7 @@ import pytest
 from leadcrm.db.engine import get_engine
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.services.access import resolve_actor
-from leadcrm.services.lead_moves import BulkMoveResult, bulk_move_stage
+from leadcrm.services.bulk_moves import BulkMoveResult, bulk_move_stage
 from tests.support.api import call_api, leads_path
 from tests.support.database import count_statements, engine_for
 from tests.support.factories import make_caller

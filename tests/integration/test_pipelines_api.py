@@ -321,7 +321,7 @@ def test_a_replayed_idempotency_key_creates_one_pipeline(owner):
 
 
 def test_an_organization_at_its_pipeline_limit_cannot_create_another(owner, monkeypatch):
-    from leadcrm.services import pipelines as service
+    from leadcrm.services import pipeline_editing as service
 
     monkeypatch.setattr(service, "MAX_ACTIVE_PIPELINES_PER_ORGANIZATION", 2)
     list_pipelines(owner)  # the default is the first
@@ -536,7 +536,7 @@ def test_a_position_past_the_end_is_a_400(owner):
 
 
 def test_a_pipeline_at_its_stage_limit_takes_no_more_stages(owner, monkeypatch):
-    from leadcrm.services import pipelines as service
+    from leadcrm.services import pipeline_editing as service
 
     monkeypatch.setattr(service, "MAX_STAGES_PER_PIPELINE", 4)
     courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)

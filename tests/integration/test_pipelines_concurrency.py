@@ -19,6 +19,7 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import LEAD_MANAGEMENT, Actor, Role
 from leadcrm.domain.statuses import DEFAULT_STAGES, StageCategory
 from leadcrm.errors import AppError
+from leadcrm.services import pipeline_editing as editing
 from leadcrm.services import pipelines as service
 from tests.support.factories import make_caller
 
@@ -61,7 +62,7 @@ def _run_together(work: list[Callable[[], Any]]) -> tuple[list[Any], list[BaseEx
 
 def _hold_after_reading_stages(monkeypatch) -> None:
     meeting = threading.Barrier(2, timeout=MEETING_WAIT_SECONDS)
-    real = service._stages_of
+    real = editing._stages_of
 
     def read_then_wait_for_the_other(conn, organization_id, pipeline_id):
         stages = real(conn, organization_id, pipeline_id)
@@ -70,7 +71,7 @@ def _hold_after_reading_stages(monkeypatch) -> None:
             meeting.wait()
         return stages
 
-    monkeypatch.setattr(service, "_stages_of", read_then_wait_for_the_other)
+    monkeypatch.setattr(editing, "_stages_of", read_then_wait_for_the_other)
 
 
 def _active_categories(engine, pipeline_id) -> list[str]:
@@ -86,13 +87,13 @@ def _active_categories(engine, pipeline_id) -> list[str]:
 
 def _course_pipeline(private_engine, actor: Actor) -> service.PipelineView:
     stages = [
-        service.NewStage("Enquiry", StageCategory.NEW),
-        service.NewStage("Member", StageCategory.CONVERTED),
-        service.NewStage("Bought", StageCategory.CUSTOMER),
-        service.NewStage("Dropped", StageCategory.LOST),
+        editing.NewStage("Enquiry", StageCategory.NEW),
+        editing.NewStage("Member", StageCategory.CONVERTED),
+        editing.NewStage("Bought", StageCategory.CUSTOMER),
+        editing.NewStage("Dropped", StageCategory.LOST),
     ]
     with UnitOfWork(engine=private_engine) as uow:
-        created = service.create_pipeline(uow, actor, "Courses", stages)
+        created = editing.create_pipeline(uow, actor, "Courses", stages)
         uow.commit()
     return created
 
@@ -116,7 +117,7 @@ def test_two_concurrent_archives_of_the_two_win_stages_cannot_together_break_win
     results, errors = _run_together(
         [
             _in_own_transaction(
-                private_engine, lambda uow, s=stage: service.archive_stage(uow, actor, courses.id, s.id)
+                private_engine, lambda uow, s=stage: editing.archive_stage(uow, actor, courses.id, s.id)
             )
             for stage in win_stages
         ]
@@ -141,11 +142,11 @@ def test_a_concurrent_archive_and_category_change_cannot_together_break_win_cove
     _, errors = _run_together(
         [
             _in_own_transaction(
-                private_engine, lambda uow: service.archive_stage(uow, actor, courses.id, converted.id)
+                private_engine, lambda uow: editing.archive_stage(uow, actor, courses.id, converted.id)
             ),
             _in_own_transaction(
                 private_engine,
-                lambda uow: service.update_stage(uow, actor, courses.id, customer.id, category=StageCategory.CONTACTED),
+                lambda uow: editing.update_stage(uow, actor, courses.id, customer.id, category=StageCategory.CONTACTED),
             ),
         ]
     )
@@ -163,8 +164,8 @@ def test_two_concurrent_stage_inserts_both_land_with_distinct_contiguous_positio
         [
             _in_own_transaction(
                 private_engine,
-                lambda uow, n=name: service.add_stage(
-                    uow, actor, courses.id, service.NewStage(n, StageCategory.FROZEN), 0
+                lambda uow, n=name: editing.add_stage(
+                    uow, actor, courses.id, editing.NewStage(n, StageCategory.FROZEN), 0
                 ),
             )
             for name in ("Paused A", "Paused B")
@@ -272,10 +273,10 @@ def test_an_archive_waits_for_a_lead_move_that_holds_the_stage_and_then_sees_its
         archive_started.set()
         # a second New stage first, so that coverage alone would allow the archive
         with UnitOfWork(engine=private_engine) as uow:
-            service.add_stage(uow, actor, courses.id, service.NewStage("Walk-in", StageCategory.NEW))
+            editing.add_stage(uow, actor, courses.id, editing.NewStage("Walk-in", StageCategory.NEW))
             uow.commit()
         with UnitOfWork(engine=private_engine) as uow:
-            archived = service.archive_stage(uow, actor, courses.id, enquiry.id)
+            archived = editing.archive_stage(uow, actor, courses.id, enquiry.id)
             uow.commit()
             return archived
 

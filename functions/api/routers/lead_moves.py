@@ -30,6 +30,7 @@ from api.schemas_lead_moves import (
 )
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
+from leadcrm.services import bulk_moves, lead_archive, lead_placements
 from leadcrm.services import lead_moves as service
 from leadcrm.services.access import require_staff, resolve_actor
 
@@ -58,7 +59,7 @@ def _lead(row: dict[str, Any]) -> Envelope[Lead]:
     return Envelope[Lead](data=Lead.model_validate(row))
 
 
-def _placement(placement: service.Placement) -> LeadPlacement:
+def _placement(placement: lead_placements.Placement) -> LeadPlacement:
     return LeadPlacement(
         lead_id=placement.lead_id,
         pipeline_id=placement.pipeline_id,
@@ -76,7 +77,7 @@ def _skipped(skipped: list[tuple[uuid.UUID, str]]) -> list[SkippedLead]:
 def bulk_move_stage(orgId: str, body: Annotated[BulkMoveStageBody, Body()]) -> Envelope[BulkMoveOutcome]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        result = service.bulk_move_stage(uow, actor, body.stage_id, body.lead_ids, lost_reason=body.lost_reason)
+        result = bulk_moves.bulk_move_stage(uow, actor, body.stage_id, body.lead_ids, lost_reason=body.lost_reason)
         uow.commit()
     return Envelope[BulkMoveOutcome](data=BulkMoveOutcome(moved=result.moved, skipped=_skipped(result.skipped)))
 
@@ -85,7 +86,7 @@ def bulk_move_stage(orgId: str, body: Annotated[BulkMoveStageBody, Body()]) -> E
 def bulk_archive(orgId: str, body: Annotated[BulkArchiveBody, Body()]) -> Envelope[BulkArchiveOutcome]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        result = service.bulk_set_archived(uow, actor, body.lead_ids, body.archived)
+        result = lead_archive.bulk_set_archived(uow, actor, body.lead_ids, body.archived)
         uow.commit()
     return Envelope[BulkArchiveOutcome](
         data=BulkArchiveOutcome(changed=result.changed, skipped=_skipped(result.skipped))
@@ -124,7 +125,7 @@ def unarchive(orgId: str, leadId: str) -> Envelope[Lead]:
 def _set_archived(orgId: str, leadId: str, *, archived: bool) -> Envelope[Lead]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        row = service.set_archived(uow, actor, _lead_id(leadId), archived)
+        row = lead_archive.set_archived(uow, actor, _lead_id(leadId), archived)
         uow.commit()
     return _lead(row)
 
@@ -140,7 +141,7 @@ def add_pipeline(
 ) -> Response[Envelope[LeadPlacement]]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        placement = service.add_to_pipeline(uow, actor, _lead_id(leadId), body.pipeline_id, body.stage_id)
+        placement = lead_placements.add_to_pipeline(uow, actor, _lead_id(leadId), body.pipeline_id, body.stage_id)
         uow.commit()
     return json_response(201, Envelope[LeadPlacement](data=_placement(placement)))
 
@@ -151,7 +152,7 @@ def set_primary(
 ) -> Envelope[Lead]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        row = service.set_primary(
+        row = lead_placements.set_primary(
             uow,
             actor,
             _lead_id(leadId),
@@ -168,7 +169,7 @@ def move_in_pipeline(
 ) -> Envelope[LeadPlacement]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        placement = service.move_in_pipeline(
+        placement = lead_placements.move_in_pipeline(
             uow,
             actor,
             _lead_id(leadId),
@@ -189,6 +190,6 @@ def move_in_pipeline(
 def remove_pipeline(orgId: str, leadId: str, pipelineId: str) -> Response[None]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        service.remove_from_pipeline(uow, actor, _lead_id(leadId), _placement_pipeline_id(pipelineId))
+        lead_placements.remove_from_pipeline(uow, actor, _lead_id(leadId), _placement_pipeline_id(pipelineId))
         uow.commit()
     return Response(status_code=204)

@@ -26,6 +26,7 @@ from api.schemas_pipelines import (
 )
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
+from leadcrm.services import pipeline_editing as editing
 from leadcrm.services import pipelines as service
 from leadcrm.services.access import require_manager, require_staff, resolve_actor
 
@@ -97,14 +98,14 @@ def create(
 ) -> Response[Envelope[Pipeline]]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
-        stages = [service.NewStage(name=s.name, category=s.category) for s in body.stages] if body.stages else None
+        stages = [editing.NewStage(name=s.name, category=s.category) for s in body.stages] if body.stages else None
         return respond_once(
             uow,
             f"pipelines.create:{actor.organization_id}",
             idempotency_key,
             body,
             201,
-            lambda: Envelope[Pipeline](data=_pipeline(service.create_pipeline(uow, actor, body.name, stages))),
+            lambda: Envelope[Pipeline](data=_pipeline(editing.create_pipeline(uow, actor, body.name, stages))),
         )
 
 
@@ -112,7 +113,7 @@ def create(
 def rename(orgId: str, pipelineId: str, body: Annotated[RenamePipelineBody, Body()]) -> Envelope[Pipeline]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
-        view = service.rename_pipeline(uow, actor, _pipeline_id(pipelineId), body.name)
+        view = editing.rename_pipeline(uow, actor, _pipeline_id(pipelineId), body.name)
         uow.commit()
     return Envelope[Pipeline](data=_pipeline(view))
 
@@ -121,7 +122,7 @@ def rename(orgId: str, pipelineId: str, body: Annotated[RenamePipelineBody, Body
 def archive(orgId: str, pipelineId: str) -> Envelope[Pipeline]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
-        view = service.archive_pipeline(uow, actor, _pipeline_id(pipelineId))
+        view = editing.archive_pipeline(uow, actor, _pipeline_id(pipelineId))
         uow.commit()
     return Envelope[Pipeline](data=_pipeline(view))
 
@@ -136,14 +137,14 @@ def add_stage(
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
         pipeline_id = _pipeline_id(pipelineId)
-        new = service.NewStage(name=body.name, category=body.category)
+        new = editing.NewStage(name=body.name, category=body.category)
         return respond_once(
             uow,
             f"pipelines.add_stage:{actor.organization_id}:{pipeline_id}",
             idempotency_key,
             body,
             201,
-            lambda: Envelope[Stage](data=_stage(service.add_stage(uow, actor, pipeline_id, new, body.position))),
+            lambda: Envelope[Stage](data=_stage(editing.add_stage(uow, actor, pipeline_id, new, body.position))),
         )
 
 
@@ -152,7 +153,7 @@ def add_stage(
 def reorder_stages(orgId: str, pipelineId: str, body: Annotated[ReorderStagesBody, Body()]) -> Envelope[Pipeline]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
-        view = service.reorder_stages(uow, actor, _pipeline_id(pipelineId), body.stage_ids)
+        view = editing.reorder_stages(uow, actor, _pipeline_id(pipelineId), body.stage_ids)
         uow.commit()
     return Envelope[Pipeline](data=_pipeline(view))
 
@@ -163,7 +164,7 @@ def update_stage(
 ) -> Envelope[Stage]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
-        view = service.update_stage(
+        view = editing.update_stage(
             uow, actor, _pipeline_id(pipelineId), _stage_id(stageId), name=body.name, category=body.category
         )
         uow.commit()
@@ -174,6 +175,6 @@ def update_stage(
 def archive_stage(orgId: str, pipelineId: str, stageId: str) -> Envelope[Stage]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
-        view = service.archive_stage(uow, actor, _pipeline_id(pipelineId), _stage_id(stageId))
+        view = editing.archive_stage(uow, actor, _pipeline_id(pipelineId), _stage_id(stageId))
         uow.commit()
     return Envelope[Stage](data=_stage(view))

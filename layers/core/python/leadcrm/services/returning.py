@@ -97,11 +97,8 @@ from leadcrm.services.pipelines import StageRow, default_new_stage, first_active
 logger = logging.getLogger(__name__)
 
 # What the returning-leads surfaces show besides the lead's usual columns.
+# Beyond what every lead answer carries (LEAD_COLUMNS has returned_at, returned_via, return_count, …).
 RETURN_COLUMNS = (
-    leads.c.returned_at,
-    leads.c.returned_from_status,
-    leads.c.returned_via,
-    leads.c.return_count,
     leads.c.paused_at,
     leads.c.consecutive_no_answer_count,
 )
