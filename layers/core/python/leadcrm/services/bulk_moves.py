@@ -27,13 +27,13 @@ from leadcrm.domain.lead_moves import (
 from leadcrm.services.activity import record_activities
 from leadcrm.services.lead_moves import (
     STAGE_MOVED,
-    _stage_moved_payload,
-    _status_changed_event,
-    _status_event_row,
     activity_row,
     id_list,
     lead_position,
     refusal_error,
+    stage_moved_payload,
+    status_changed_event,
+    status_event_row,
 )
 from leadcrm.services.pipelines import StageRow, resolve_stage
 
@@ -76,7 +76,7 @@ def bulk_move_stage(
         _bulk_insert_status_events(conn, actor, plan.primary_moves)
         for move in plan.primary_moves:
             if move.category_changed:
-                uow.add_event(_status_changed_event(actor, move))
+                uow.add_event(status_changed_event(actor, move))
     if plan.secondary_moves:
         secondary_ids = [lead_id for lead_id, _ in plan.secondary_moves]
         conn.execute(
@@ -152,7 +152,7 @@ def _bulk_insert_status_events(conn: Connection, actor: Actor, moves: list[Stage
     source = recordset(
         "status_events",
         "status_events",
-        [_status_event_row(actor, m) for m in moves],
+        [status_event_row(actor, m) for m in moves],
         {
             "id": Uuid,
             "lead_id": Uuid,
@@ -198,7 +198,7 @@ def _bulk_record_stage_moved(
     primary: list[StageMove],
     secondary: list[tuple[uuid.UUID, uuid.UUID]],
 ) -> None:
-    payloads = [(m.lead_id, {**_stage_moved_payload(target.pipeline_id, m), "bulk": True}) for m in primary]
+    payloads = [(m.lead_id, {**stage_moved_payload(target.pipeline_id, m), "bulk": True}) for m in primary]
     payloads += [
         (
             lead_id,

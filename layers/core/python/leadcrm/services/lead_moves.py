@@ -5,7 +5,7 @@ Every write takes the lead row first (`lock_lead`, `SELECT … FOR UPDATE`; bulk
 rows in id order, so two bulk requests over overlapping leads queue instead of deadlocking), then asks the
 pure rules in `leadcrm.domain.lead_moves`, then writes. Every primary move goes through the same pieces:
 
-- `_primary_move_values`: stage_id and status change together (status = the stage's category), and
+- `primary_move_values`: stage_id and status change together (status = the stage's category), and
   status_changed_at is bumped only when the category changes (updated_at always);
 - `record_primary_move`: a lead_status_events row for every stage change (same-category moves too) and
   `lead.status_changed` (ids only) only on a category change;
@@ -147,7 +147,7 @@ def update_lead_row(conn: Connection, row: Mapping[str, Any], values: Mapping[st
 # -- the move machinery ----------------------------------------------------------------------------------
 
 
-def _primary_move_values(move: StageMove) -> dict[str, Any]:
+def primary_move_values(move: StageMove) -> dict[str, Any]:
     """Stage and status together; statusChangedAt only when the category changes."""
     values: dict[str, Any] = {
         "stage_id": move.to_stage_id,
@@ -159,7 +159,7 @@ def _primary_move_values(move: StageMove) -> dict[str, Any]:
     return values
 
 
-def _status_event_row(actor: Actor, move: StageMove) -> dict[str, Any]:
+def status_event_row(actor: Actor, move: StageMove) -> dict[str, Any]:
     return {
         "id": uuid7(),
         "organization_id": actor.organization_id,
@@ -173,7 +173,7 @@ def _status_event_row(actor: Actor, move: StageMove) -> dict[str, Any]:
     }
 
 
-def _stage_moved_payload(pipeline_id: uuid.UUID, move: StageMove) -> dict[str, Any]:
+def stage_moved_payload(pipeline_id: uuid.UUID, move: StageMove) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "pipelineId": str(pipeline_id),
         "primary": True,
@@ -187,7 +187,7 @@ def _stage_moved_payload(pipeline_id: uuid.UUID, move: StageMove) -> dict[str, A
     return payload
 
 
-def _status_changed_event(actor: Actor, move: StageMove) -> DomainEvent:
+def status_changed_event(actor: Actor, move: StageMove) -> DomainEvent:
     return DomainEvent(
         type=LEAD_STATUS_CHANGED,
         organization_id=actor.organization_id,
@@ -215,9 +215,9 @@ def activity_row(actor: Actor, lead_id: uuid.UUID, activity_type: str, payload: 
 
 def record_primary_move(uow: UnitOfWork, actor: Actor, move: StageMove) -> None:
     """The history of one primary stage change: the status event and, on a category change, the event."""
-    uow.connection.execute(insert(lead_status_events).values(**_status_event_row(actor, move)))
+    uow.connection.execute(insert(lead_status_events).values(**status_event_row(actor, move)))
     if move.category_changed:
-        uow.add_event(_status_changed_event(actor, move))
+        uow.add_event(status_changed_event(actor, move))
 
 
 def move_lead_to_stage(
@@ -274,8 +274,8 @@ def update_lead(
 
     move = _requested_move(conn, actor, lead, change)
     if move is not None:
-        values.update(_primary_move_values(move))
-        activities.append(activity_row(actor, lead_id, STAGE_MOVED, _stage_moved_payload(lead.pipeline_id, move)))
+        values.update(primary_move_values(move))
+        activities.append(activity_row(actor, lead_id, STAGE_MOVED, stage_moved_payload(lead.pipeline_id, move)))
     elif change.lost_reason is not None:
         try:
             corrected = lost_reason_correction(lead, change.lost_reason)

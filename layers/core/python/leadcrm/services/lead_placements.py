@@ -25,10 +25,10 @@ from leadcrm.services.activity import record_activities
 from leadcrm.services.lead_moves import (
     STAGE_MOVED,
     LeadUpdate,
-    _primary_move_values,
     activity_row,
     lead_position,
     lock_lead,
+    primary_move_values,
     public_lead,
     record_primary_move,
     refusal_error,
@@ -266,7 +266,7 @@ def set_primary(
         )
         .values(pipeline_id=lead.pipeline_id, stage_id=lead.stage_id, updated_at=func.now())
     )
-    updated = update_lead_row(conn, row, {**_primary_move_values(move), "pipeline_id": pipeline_id})
+    updated = update_lead_row(conn, row, {**primary_move_values(move), "pipeline_id": pipeline_id})
     record_primary_move(uow, actor, move)
     payload = {
         "fromPipelineId": str(lead.pipeline_id),

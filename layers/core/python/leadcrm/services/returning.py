@@ -85,11 +85,12 @@ from leadcrm.services.identity import find_lead_for_person, organization_region,
 from leadcrm.services.lead_moves import (
     OWNER_CHANGED,
     STAGE_MOVED,
-    _primary_move_values,
-    _stage_moved_payload,
-    _status_changed_event,
-    _status_event_row,
+    activity_row,
     lock_lead,
+    primary_move_values,
+    stage_moved_payload,
+    status_changed_event,
+    status_event_row,
 )
 from leadcrm.services.leads import LEAD_COLUMNS, NewLead, intake_lead
 from leadcrm.services.pipelines import StageRow, default_new_stage, first_active_stage, resolve_stage
@@ -272,7 +273,7 @@ def _reopen_values(
     if owner != row["assigned_to_user_id"]:
         values["assigned_to_user_id"] = owner
     if move is not None:
-        values.update(_primary_move_values(move.stage_move))
+        values.update(primary_move_values(move.stage_move))
         if move.changes_pipeline:
             values["pipeline_id"] = move.pipeline_id
     return values
@@ -296,17 +297,17 @@ def _record_reopen(
         marker["recoveredSignup"] = True
     activities: list[dict[str, Any]] = []
     if move is not None:
-        conn.execute(insert(lead_status_events).values(**_status_event_row(actor, move.stage_move)))
+        conn.execute(insert(lead_status_events).values(**status_event_row(actor, move.stage_move)))
         if move.stage_move.category_changed:
-            status_changed = _status_changed_event(actor, move.stage_move)
+            status_changed = status_changed_event(actor, move.stage_move)
             uow.add_event(dataclasses.replace(status_changed, payload={**status_changed.payload, **marker}))
-        moved = {**_stage_moved_payload(move.pipeline_id, move.stage_move), **marker}
+        moved = {**stage_moved_payload(move.pipeline_id, move.stage_move), **marker}
         if move.changes_pipeline:
             moved["fromPipelineId"] = str(move.from_pipeline_id)
-        activities.append(_activity(actor, lead_id, STAGE_MOVED, moved))
+        activities.append(activity_row(actor, lead_id, STAGE_MOVED, moved))
     if after["assigned_to_user_id"] != before["assigned_to_user_id"]:
         owner_change = {"fromUserId": None, "toUserId": str(after["assigned_to_user_id"])}
-        activities.append(_activity(actor, lead_id, OWNER_CHANGED, owner_change))
+        activities.append(activity_row(actor, lead_id, OWNER_CHANGED, owner_change))
     returned = {
         "fromStatus": before["status"],
         "via": via.value,
@@ -316,7 +317,7 @@ def _record_reopen(
     }
     if recovered_signup:
         returned["recoveredSignup"] = True
-    activities.append(_activity(actor, lead_id, LEAD_RETURNED_ACTIVITY, returned))
+    activities.append(activity_row(actor, lead_id, LEAD_RETURNED_ACTIVITY, returned))
     record_activities(conn, activities)
     uow.add_event(_returned_event(actor, before, after, via, recovered_signup))
 
@@ -379,16 +380,6 @@ def note_sql(addition: str) -> ColumnElement[Any]:
         (note.op("~")(literal(r"^\s*$")), literal(added)),
         else_=leads.c.note + literal(NOTE_SEPARATOR) + literal(added),
     )
-
-
-def _activity(actor: Actor, lead_id: uuid.UUID, activity_type: str, payload: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "organization_id": actor.organization_id,
-        "lead_id": lead_id,
-        "type": activity_type,
-        "payload": payload,
-        "actor_user_id": actor.user_id,
-    }
 
 
 def _returned_event(
