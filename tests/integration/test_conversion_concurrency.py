@@ -19,6 +19,7 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import LEAD_MANAGEMENT, Actor, Role
 from leadcrm.errors import AppError
 from leadcrm.services import conversion as service
+from tests.support.concurrency import run_together
 from tests.support.conversion_helpers import (
     account_users_with_email,
     insert_lead,
@@ -45,27 +46,6 @@ def _actor(caller) -> Actor:
         role=Role.ADMIN,
         features=frozenset({LEAD_MANAGEMENT}),
     )
-
-
-def _run_together(work: list[Callable[[], Any]]) -> tuple[list[Any], list[BaseException | None]]:
-    start = threading.Barrier(len(work), timeout=10)
-    results: list[Any] = [None] * len(work)
-    errors: list[BaseException | None] = [None] * len(work)
-
-    def run(slot: int) -> None:
-        try:
-            start.wait()
-            results[slot] = work[slot]()
-        except BaseException as error:  # examined on the test's thread
-            errors[slot] = error
-
-    threads = [threading.Thread(target=run, args=(slot,)) for slot in range(len(work))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert not any(t.is_alive() for t in threads), "a convert never finished (deadlock?)"
-    return results, errors
 
 
 def _hold_after_the_email_lookup(monkeypatch) -> None:
@@ -99,7 +79,7 @@ def test_two_simultaneous_converts_of_one_lead_make_exactly_one_membership(priva
     lead_id = insert_lead(admin.org_id, name="Dana Cohen")
     _hold_after_the_email_lookup(monkeypatch)
 
-    results, errors = _run_together([_convert(private_engine, actor, lead_id, unique_email("a")) for _ in range(2)])
+    results, errors = run_together([_convert(private_engine, actor, lead_id, unique_email("a")) for _ in range(2)])
 
     refused = [e for e in errors if e is not None]
     assert len(refused) == 1, errors
@@ -122,7 +102,7 @@ def test_two_simultaneous_converts_with_the_same_new_email_make_one_user_and_one
     email = unique_email("same.person")
     _hold_after_the_email_lookup(monkeypatch)
 
-    results, errors = _run_together([_convert(private_engine, actor, lead_id, email) for lead_id in (first, second)])
+    results, errors = run_together([_convert(private_engine, actor, lead_id, email) for lead_id in (first, second)])
 
     assert errors == [None, None]
     outcomes = sorted(type(r).__name__ for r in results)

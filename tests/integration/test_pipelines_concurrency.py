@@ -21,6 +21,7 @@ from leadcrm.domain.statuses import DEFAULT_STAGES, StageCategory
 from leadcrm.errors import AppError
 from leadcrm.services import pipeline_editing as editing
 from leadcrm.services import pipelines as service
+from tests.support.concurrency import run_together
 from tests.support.factories import make_caller
 
 # How long a request held after its stage read waits for the other. Long enough that an unlocked pair
@@ -36,28 +37,6 @@ def _actor(caller) -> Actor:
         role=Role.OWNER,
         features=frozenset({LEAD_MANAGEMENT}),
     )
-
-
-def _run_together(work: list[Callable[[], Any]]) -> tuple[list[Any], list[BaseException]]:
-    """Runs each callable on its own thread, started together; returns their results and errors by slot."""
-    start = threading.Barrier(len(work), timeout=10)
-    results: list[Any] = [None] * len(work)
-    errors: list[BaseException | None] = [None] * len(work)
-
-    def run(slot: int) -> None:
-        try:
-            start.wait()
-            results[slot] = work[slot]()
-        except BaseException as error:  # examined on the test's thread
-            errors[slot] = error
-
-    threads = [threading.Thread(target=run, args=(slot,)) for slot in range(len(work))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
-    assert not any(t.is_alive() for t in threads), "a request never finished (deadlock?)"
-    return results, errors  # type: ignore[return-value]
 
 
 def _hold_after_reading_stages(monkeypatch) -> None:
@@ -114,7 +93,7 @@ def test_two_concurrent_archives_of_the_two_win_stages_cannot_together_break_win
     win_stages = [s for s in courses.stages if s.category in (StageCategory.CONVERTED, StageCategory.CUSTOMER)]
     _hold_after_reading_stages(monkeypatch)
 
-    results, errors = _run_together(
+    results, errors = run_together(
         [
             _in_own_transaction(
                 private_engine, lambda uow, s=stage: editing.archive_stage(uow, actor, courses.id, s.id)
@@ -139,7 +118,7 @@ def test_a_concurrent_archive_and_category_change_cannot_together_break_win_cove
     customer = next(s for s in courses.stages if s.category is StageCategory.CUSTOMER)
     _hold_after_reading_stages(monkeypatch)
 
-    _, errors = _run_together(
+    _, errors = run_together(
         [
             _in_own_transaction(
                 private_engine, lambda uow: editing.archive_stage(uow, actor, courses.id, converted.id)
@@ -160,7 +139,7 @@ def test_two_concurrent_stage_inserts_both_land_with_distinct_contiguous_positio
     courses = _course_pipeline(private_engine, actor)
     _hold_after_reading_stages(monkeypatch)
 
-    _, errors = _run_together(
+    _, errors = run_together(
         [
             _in_own_transaction(
                 private_engine,
@@ -204,7 +183,7 @@ def test_two_concurrent_first_pipeline_lists_seed_exactly_one_default_pipeline(p
             uow.commit()
             return listed
 
-    results, errors = _run_together([first_list, first_list])
+    results, errors = run_together([first_list, first_list])
 
     assert errors == [None, None]
     assert [len(r) for r in results] == [1, 1]
@@ -280,7 +259,7 @@ def test_an_archive_waits_for_a_lead_move_that_holds_the_stage_and_then_sees_its
             uow.commit()
             return archived
 
-    results, errors = _run_together([move_a_lead_into_the_stage, archive_the_stage])
+    results, errors = run_together([move_a_lead_into_the_stage, archive_the_stage])
 
     assert errors[0] is None, errors
     assert isinstance(errors[1], AppError) and errors[1].code == "STAGE_HAS_LEADS", errors
