@@ -8,7 +8,7 @@ export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/core/python:$(CURDIR)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test test-unit test-integration test-infra test-e2e lint openapi synth migrate clean
+.PHONY: install dev test test-unit test-integration test-infra test-e2e lint openapi synth layer migrate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,8 +21,10 @@ install: $(BIN)/.installed
 dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
 
-test: install  ## lint, then unit, integration (PostgreSQL + moto), CDK template and end-to-end tests
+test: install  ## lint, synth (cdk-nag) + cfn-lint, then unit, integration (PostgreSQL + moto), CDK template and e2e tests
 	$(BIN)/ruff check .
+	$(BIN)/python infra/app.py
+	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out/LeadCrmStack.template.json
 	$(BIN)/python -m pytest -q
 
 test-unit: install
@@ -46,6 +48,22 @@ openapi: install  ## writes openapi.json from the API's routes
 
 synth: install  ## synthesizes the CDK app offline into cdk.out/
 	$(BIN)/python infra/app.py
+
+# Lambda python3.12 on arm64 runs Amazon Linux 2023 (glibc 2.34): manylinux2014 (glibc 2.17) and
+# manylinux_2_28 aarch64 wheels both load there. --only-binary: nothing is compiled on this machine.
+# --no-deps: infra/layer-requirements.txt is the complete lock. --no-compile: .pyc written by this
+# machine's Python would not be 3.12's; Lambda compiles what it imports.
+LAYER_DIR := build/layer
+LAYER_REQUIREMENTS := infra/layer-requirements.txt
+layer: install  ## the third-party dependencies layer in build/layer/python/ (pinned arm64 wheels, no Docker)
+	rm -rf $(LAYER_DIR)
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps --no-compile --only-binary=:all: \
+		--implementation cp --python-version 3.12 --abi cp312 \
+		--platform manylinux2014_aarch64 --platform manylinux_2_28_aarch64 \
+		--target $(LAYER_DIR)/python -r $(LAYER_REQUIREMENTS)
+	rm -rf $(LAYER_DIR)/python/bin $(LAYER_DIR)/python/include  # console scripts for this venv, C headers
+	find $(LAYER_DIR)/python -name __pycache__ -type d -prune -exec rm -rf {} +
+	@du -sh $(LAYER_DIR)/python | sed 's/^/layer size (unzipped): /'
 
 migrate: install  ## applies migrations to DATABASE_URL (or DB_* settings)
 	$(BIN)/python -m leadcrm.db.migrate

@@ -9,12 +9,14 @@ must have aws-cdk-lib and cdk-nag installed)::
 
     npx aws-cdk deploy LeadCrmStack \\
         -c jwtIssuer=https://<your-issuer> -c jwtAudience=<audience> \\
-        -c dashboardOrigin=https://<dashboard-host>
+        -c dashboardOrigin=https://<dashboard-host> -c inboundDomain=<mail-domain> -c mailFrom=<sender>
 
 Context values (defaults in ``cdk.json``, override with ``-c key=value``):
 
 - ``jwtIssuer``, ``jwtAudience``: the OIDC issuer URL and audience the HTTP API's JWT authorizer accepts;
 - ``dashboardOrigin``: the origin allowed by CORS;
+- ``inboundDomain``: the domain SES receives mail for (identity, receipt rule → S3 → ingestion queue);
+- ``mailFrom``: the sender of LeadCRM's own mail (the digest);
 - ``databaseDeletionProtection`` (default ``true``): set ``false`` for a throwaway stack you mean to
   destroy (the cluster is still snapshotted on delete).
 

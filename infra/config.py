@@ -12,6 +12,7 @@ class LeadCrmConfig:
     api: ApiSettings
     database_deletion_protection: bool
     mail_from: str  # the sender of LeadCRM's own mail (digests); a verified SES identity
+    inbound_domain: str  # the domain SES receives mail for (its MX points at SES inbound)
 
     @classmethod
     def from_context(cls, scope: Construct) -> "LeadCrmConfig":
@@ -23,6 +24,7 @@ class LeadCrmConfig:
             ),
             database_deletion_protection=_flag(scope, "databaseDeletionProtection", default=True),
             mail_from=_required(scope, "mailFrom"),
+            inbound_domain=_required(scope, "inboundDomain"),
         )
 
 

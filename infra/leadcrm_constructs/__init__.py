@@ -5,10 +5,13 @@
 
 from infra.leadcrm_constructs.core_layer import CoreLayer
 from infra.leadcrm_constructs.database import Database
+from infra.leadcrm_constructs.dependencies_layer import DependenciesLayer
 from infra.leadcrm_constructs.domain_events import DomainEvents
+from infra.leadcrm_constructs.email import InboundEmail
 from infra.leadcrm_constructs.functions import LambdaFunctions
 from infra.leadcrm_constructs.http_api import ApiSettings, LeadCrmApi
 from infra.leadcrm_constructs.messaging import Messaging, WorkQueue
+from infra.leadcrm_constructs.migrations import Migrations
 from infra.leadcrm_constructs.network import Network
 from infra.leadcrm_constructs.observability import Observability
 from infra.leadcrm_constructs.schedules import Schedules
@@ -18,10 +21,13 @@ __all__ = [
     "ApiSettings",
     "CoreLayer",
     "Database",
+    "DependenciesLayer",
     "DomainEvents",
+    "InboundEmail",
     "LambdaFunctions",
     "LeadCrmApi",
     "Messaging",
+    "Migrations",
     "Network",
     "Observability",
     "Schedules",

@@ -16,9 +16,9 @@ class CoreLayer(Construct):
     ``python/leadcrm/`` becomes the importable ``leadcrm`` package, the same one tests import through
     ``pythonpath = ["layers/core/python"]``.
 
-    For now this layer carries only our own code. Third-party dependencies (SQLAlchemy, pg8000, pydantic,
-    Powertools, ...) are not in it: they belong in a separate dependencies layer, built for Python 3.12
-    on arm64 by a construct of its own that is not part of the stack yet. Keeping the two apart means a
+    This layer carries only our own code. Third-party dependencies (SQLAlchemy, pg8000, pydantic,
+    Powertools, ...) are in ``DependenciesLayer``, built for Python 3.12 on arm64 from pinned wheels
+    by ``make layer``. Keeping the two apart means a
     change to our code does not re-upload the wheels, and this asset never needs Docker or pip to
     synthesize.
     """

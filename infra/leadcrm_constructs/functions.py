@@ -1,15 +1,17 @@
-"""Functions: the four Lambda functions, built from one code asset rooted at ``functions/``.
+"""Functions: the five Lambda functions, built from one code asset rooted at ``functions/``.
 
-Every function gets the same runtime, architecture, core layer, tracing, log retention and Powertools
-settings; only the handler, size and network placement differ (``FUNCTION_SPECS``). The constructs of
-the other capabilities wire themselves to these functions: each one grants its own permissions and
-sets the environment variables that point at its resources, so a capability can be read (and later
-removed) in one file. The variables the code reads, and who sets them:
+Every function gets the same runtime, architecture, layers (core, dependencies: their files do not
+overlap), tracing, log retention and Powertools settings; only the handler, size and network placement
+differ (``FUNCTION_SPECS``). The constructs of the other capabilities wire themselves to these
+functions: each one grants its own permissions and sets the environment variables that point at its
+resources, so a capability can be read (and later removed) in one file. The variables the code reads,
+and who sets them:
 
-- all four: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
+- all five: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
 - api, ingestion, task_lifecycle: ``DB_AUTH_MODE``, ``DB_HOST``, ``DB_PORT``, ``DB_NAME``, ``DB_USER``,
   ``DB_SECRET_ARN`` (``Database``) and ``EVENT_BUS_NAME`` (``DomainEvents``);
-- webhooks: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN`` (``WebhookIngress``).
+- webhooks: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN`` (``WebhookIngress``);
+- migrations: the ``DB_*`` settings (``Database``, through ``Migrations``) and ``MIGRATIONS_HASH``.
 """
 
 from dataclasses import dataclass
@@ -22,6 +24,7 @@ from constructs import Construct
 
 from infra.leadcrm_constructs._paths import ASSET_EXCLUDES, FUNCTIONS_DIR
 from infra.leadcrm_constructs.core_layer import ARCHITECTURE, RUNTIME, CoreLayer
+from infra.leadcrm_constructs.dependencies_layer import DependenciesLayer
 from infra.leadcrm_constructs.network import Network
 
 POWERTOOLS_ENVIRONMENT = {
@@ -79,11 +82,21 @@ TASK_LIFECYCLE = FunctionSpec(
     timeout=Duration.seconds(30),
     in_vpc=True,
 )
-FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, TASK_LIFECYCLE)
+# Invoked once per deploy by the migrations trigger (``Migrations``), never by traffic. DDL on a large
+# table can take minutes; the trigger waits up to 10.
+MIGRATIONS = FunctionSpec(
+    construct_id="Migrations",
+    handler="migrations.handler.lambda_handler",
+    description="LeadCRM database migrations (Alembic upgrade head), run by a deploy-time trigger",
+    memory_size=512,
+    timeout=Duration.minutes(5),
+    in_vpc=True,
+)
+FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, TASK_LIFECYCLE, MIGRATIONS)
 
 
 class LambdaFunctions(Construct):
-    """The api, webhooks, ingestion and task_lifecycle functions."""
+    """The api, webhooks, ingestion, task_lifecycle and migrations functions."""
 
     def __init__(
         self,
@@ -92,11 +105,12 @@ class LambdaFunctions(Construct):
         *,
         network: Network,
         core_layer: CoreLayer,
+        dependencies_layer: DependenciesLayer,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
     ) -> None:
         super().__init__(scope, construct_id)
         self._network = network
-        self._layer = core_layer.layer
+        self._layers = [core_layer.layer, dependencies_layer.layer]
         self._log_retention = log_retention
         # One asset object: CDK uploads the directory once and every function points at it.
         self._code = lambda_.Code.from_asset(str(FUNCTIONS_DIR), exclude=ASSET_EXCLUDES)
@@ -105,6 +119,7 @@ class LambdaFunctions(Construct):
         self.webhooks = self._function(WEBHOOKS)
         self.ingestion = self._function(INGESTION)
         self.task_lifecycle = self._function(TASK_LIFECYCLE)
+        self.migrations = self._function(MIGRATIONS)
 
         NagSuppressions.add_resource_suppressions(
             self,
@@ -140,8 +155,13 @@ class LambdaFunctions(Construct):
         return [self.api, self.ingestion, self.task_lifecycle]
 
     @property
-    def all(self) -> list[lambda_.Function]:
+    def traffic(self) -> list[lambda_.Function]:
+        """Functions that serve requests and messages (what migrations must run before)."""
         return [self.api, self.webhooks, self.ingestion, self.task_lifecycle]
+
+    @property
+    def all(self) -> list[lambda_.Function]:
+        return [*self.traffic, self.migrations]
 
     def _function(self, spec: FunctionSpec) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{spec.construct_id}Logs", retention=self._log_retention)
@@ -162,7 +182,7 @@ class LambdaFunctions(Construct):
             architecture=ARCHITECTURE,
             code=self._code,
             handler=spec.handler,
-            layers=[self._layer],
+            layers=list(self._layers),
             memory_size=spec.memory_size,
             timeout=spec.timeout,
             reserved_concurrent_executions=spec.reserved_concurrency,

@@ -11,10 +11,13 @@ from infra.config import LeadCrmConfig
 from infra.leadcrm_constructs import (
     CoreLayer,
     Database,
+    DependenciesLayer,
     DomainEvents,
+    InboundEmail,
     LambdaFunctions,
     LeadCrmApi,
     Messaging,
+    Migrations,
     Network,
     Observability,
     Schedules,
@@ -28,7 +31,10 @@ class LeadCrmStack(Stack):
 
         network = Network(self, "Network")
         core_layer = CoreLayer(self, "CoreLayer")
-        functions = LambdaFunctions(self, "Functions", network=network, core_layer=core_layer)
+        dependencies_layer = DependenciesLayer(self, "DependenciesLayer")
+        functions = LambdaFunctions(
+            self, "Functions", network=network, core_layer=core_layer, dependencies_layer=dependencies_layer
+        )
 
         self.database = Database(
             self,
@@ -43,6 +49,22 @@ class LeadCrmStack(Stack):
             ingestion_consumer=functions.ingestion,
             ingestion_producers=[functions.webhooks],
             task_lifecycle_consumer=functions.task_lifecycle,
+        )
+        # Migrations before traffic: the trigger runs after the database and before the functions that
+        # read it are created or updated (and so before their queues, routes and schedules reach them).
+        Migrations(
+            self,
+            "Migrations",
+            handler=functions.migrations,
+            database=self.database,
+            before=functions.database_clients,
+        )
+        InboundEmail(
+            self,
+            "Email",
+            domain=config.inbound_domain,
+            queue=messaging.ingestion.queue,
+            readers=[functions.ingestion],
         )
         domain_events = DomainEvents(
             self,

@@ -72,6 +72,7 @@ HANDLERS = {
     "webhooks": "webhooks.handler.lambda_handler",
     "ingestion": "ingestion.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
+    "migrations": "migrations.handler.lambda_handler",
 }
 
 

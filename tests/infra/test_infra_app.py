@@ -29,6 +29,7 @@ def test_context_values_and_overrides() -> None:
             "dashboardOrigin": "https://app.example.org",
             "databaseDeletionProtection": "false",  # -c passes strings
             "mailFrom": "Studio CRM <crm@studio.example.org>",
+            "inboundDomain": "in.studio.example.org",
         }
     )
     config = LeadCrmConfig.from_context(app)
@@ -37,6 +38,7 @@ def test_context_values_and_overrides() -> None:
     assert config.api.dashboard_origin == "https://app.example.org"
     assert config.database_deletion_protection is False
     assert config.mail_from == "Studio CRM <crm@studio.example.org>"
+    assert config.inbound_domain == "in.studio.example.org"
 
 
 def test_missing_issuer_is_an_error_not_a_silent_default() -> None:
@@ -77,7 +79,7 @@ def test_code_assets_leave_interpreter_caches_behind(app_and_stack: tuple[Any, A
         or r["Type"] == "AWS::Lambda::LayerVersion"
     }
     asset_dirs = {Path(assembly.directory) / source_of[key.removesuffix(".zip")] for key in python_keys}
-    assert len(asset_dirs) == 2  # the functions/ asset and the core layer
+    assert len(asset_dirs) == 3  # the functions/ asset, the core layer and the dependencies layer
     for directory in asset_dirs:
         assert directory.is_dir()
         assert not list(directory.rglob("__pycache__")) and not list(directory.rglob("*.pyc"))

@@ -1,4 +1,4 @@
-"""The four functions: handlers, runtime, placement, environment and least-privilege grants."""
+"""The five functions: handlers, runtime, layers, placement, environment and least-privilege grants."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ HANDLERS = {
     "webhooks": "webhooks.handler.lambda_handler",
     "ingestion": "ingestion.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
+    "migrations": "migrations.handler.lambda_handler",
 }
 DATABASE_FUNCTIONS = ("api", "ingestion", "task_lifecycle")
+DATABASE_ACCESS = (*DATABASE_FUNCTIONS, "migrations")  # migrations connects, but publishes no events
 POWERTOOLS = {
     "POWERTOOLS_SERVICE_NAME": "leadcrm",
     "POWERTOOLS_METRICS_NAMESPACE": "LeadCRM",
@@ -23,7 +25,13 @@ POWERTOOLS = {
 
 @pytest.mark.parametrize(
     ("name", "memory", "timeout"),
-    [("api", 512, 10), ("webhooks", 256, 5), ("ingestion", 512, 30), ("task_lifecycle", 512, 30)],
+    [
+        ("api", 512, 10),
+        ("webhooks", 256, 5),
+        ("ingestion", 512, 30),
+        ("task_lifecycle", 512, 30),
+        ("migrations", 512, 300),
+    ],
 )
 def test_function_runtime_and_size(template: Template, name: str, memory: int, timeout: int) -> None:
     template.has_resource_properties(
@@ -35,14 +43,17 @@ def test_function_runtime_and_size(template: Template, name: str, memory: int, t
             "MemorySize": memory,
             "Timeout": timeout,
             "TracingConfig": {"Mode": "Active"},
-            "Layers": [{"Ref": Match.string_like_regexp("^CoreLayer")}],
+            "Layers": [
+                {"Ref": Match.string_like_regexp("^CoreLayer")},
+                {"Ref": Match.string_like_regexp("^DependenciesLayer")},
+            ],
             "Environment": {"Variables": Match.object_like(POWERTOOLS)},
             "LoggingConfig": {"LogGroup": Match.any_value()},
         },
     )
 
 
-def test_exactly_four_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
+def test_exactly_five_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
     ours = [
         r
         for r in resources.values()
@@ -52,11 +63,12 @@ def test_exactly_four_python_functions_share_one_code_asset(resources: dict[str,
     assert len({r["Properties"]["Code"]["S3Key"] for r in ours}) == 1
 
 
-def test_core_layer_is_python312_arm64(template: Template) -> None:
-    template.resource_count_is("AWS::Lambda::LayerVersion", 1)
-    template.has_resource_properties(
-        "AWS::Lambda::LayerVersion", {"CompatibleRuntimes": ["python3.12"], "CompatibleArchitectures": ["arm64"]}
-    )
+def test_both_layers_are_python312_arm64(resources: dict[str, Any]) -> None:
+    layers = {k: r["Properties"] for k, r in resources.items() if r["Type"] == "AWS::Lambda::LayerVersion"}
+    assert sorted(k.split("Layer")[0] for k in layers) == ["Core", "Dependencies"]
+    for layer in layers.values():
+        assert layer["CompatibleRuntimes"] == ["python3.12"]
+        assert layer["CompatibleArchitectures"] == ["arm64"]
 
 
 @pytest.mark.parametrize("name", DATABASE_FUNCTIONS)
@@ -129,7 +141,7 @@ def test_rds_connect_is_scoped_to_the_proxy_and_user(resources: dict[str, Any]) 
         for statement in resource["Properties"]["PolicyDocument"]["Statement"]
         if statement["Action"] == "rds-db:connect"
     ]
-    assert len(statements) == len(DATABASE_FUNCTIONS)
+    assert len(statements) == len(DATABASE_ACCESS)
     for statement in statements:
         parts = statement["Resource"]["Fn::Join"][1]
         assert parts[-1] == "/leadcrm_admin"
