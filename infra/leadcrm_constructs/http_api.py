@@ -49,6 +49,9 @@ ACCESS_LOG_FORMAT = {
 }
 
 
+CAPTURE_PATH = "/leads/organization/{orgId}"
+
+
 @dataclass(frozen=True)
 class ApiSettings:
     """Values that differ per deployment (read from CDK context by the stack)."""
@@ -58,6 +61,10 @@ class ApiSettings:
     dashboard_origin: str
     throttling_rate_limit: int = 50
     throttling_burst_limit: int = 100
+    # The public capture route is anonymous: API Gateway caps it below the stage (per-IP and per-organization
+    # limits are counted by the function itself, in PostgreSQL).
+    capture_rate_limit: int = 10
+    capture_burst_limit: int = 20
 
 
 class LeadCrmApi(Construct):
@@ -98,6 +105,14 @@ class LeadCrmApi(Construct):
             ),
         )
 
+        stage_resource = self.stage.node.default_child
+        stage_resource.route_settings = {  # type: ignore[union-attr]
+            f"POST {CAPTURE_PATH}": {
+                "ThrottlingRateLimit": settings.capture_rate_limit,
+                "ThrottlingBurstLimit": settings.capture_burst_limit,
+            }
+        }
+
         self.jwt_authorizer = authorizers.HttpJwtAuthorizer(
             "JwtAuthorizer",
             jwt_issuer=settings.jwt_issuer,
@@ -114,7 +129,7 @@ class LeadCrmApi(Construct):
         )
         public_routes = [
             *self.http_api.add_routes(
-                path="/leads/organization/{orgId}",
+                path=CAPTURE_PATH,
                 methods=[apigwv2.HttpMethod.POST],
                 integration=integration,
                 authorizer=apigwv2.HttpNoneAuthorizer(),

@@ -96,3 +96,10 @@ def test_default_stage_is_throttled_and_access_logged(template: Template) -> Non
     )
     stage = next(r for r in template.to_json()["Resources"].values() if r["Type"] == "AWS::ApiGatewayV2::Stage")
     assert "sourceIp" not in stage["Properties"]["AccessLogSettings"]["Format"]
+
+
+def test_the_public_capture_route_is_throttled_below_the_stage(resources: dict[str, Any]) -> None:
+    (stage,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::ApiGatewayV2::Stage"]
+    capture = stage["RouteSettings"]["POST /leads/organization/{orgId}"]
+    assert capture["ThrottlingRateLimit"] < stage["DefaultRouteSettings"]["ThrottlingRateLimit"]
+    assert capture["ThrottlingBurstLimit"] < stage["DefaultRouteSettings"]["ThrottlingBurstLimit"]
