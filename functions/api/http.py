@@ -8,8 +8,11 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from pydantic import BaseModel
 
+from leadcrm.db.uow import UnitOfWork
+from leadcrm.domain.access import Actor
 from leadcrm.errors import AppError, Forbidden, NotFound, Unauthenticated
 from leadcrm.ids import parse_uuid
+from leadcrm.services.access import resolve_actor
 
 
 def auth_subject(app: APIGatewayHttpResolver) -> str:
@@ -18,6 +21,11 @@ def auth_subject(app: APIGatewayHttpResolver) -> str:
     if not subject:
         raise Unauthenticated("A valid bearer token is required.")
     return str(subject)
+
+
+def caller(uow: UnitOfWork, router: Any, org_id: str) -> Actor:
+    """The caller's active membership in the path's organization, read now; the route applies its gate."""
+    return resolve_actor(uow.connection, auth_subject(router), organization_id(org_id))
 
 
 def organization_id(raw: str) -> uuid.UUID:

@@ -11,11 +11,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, json_response, organization_id
+from api.http import caller, entity_id, json_response
 from api.schemas import Envelope, ListEnvelope
 from api.schemas_campaigns import Campaign, CreateCampaignBody, UpdateCampaignBody
 from leadcrm.db.uow import UnitOfWork
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 from leadcrm.services.campaigns import create_manual_campaign, list_campaigns, update_campaign
 
 router = APIGatewayHttpRouter()
@@ -31,7 +31,7 @@ def index(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> ListEnvelope[Campaign]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         page = list_campaigns(uow.connection, actor.organization_id, archived=archived, limit=limit, cursor=cursor)
     return ListEnvelope[Campaign](data=[Campaign.model_validate(c) for c in page.items], next_cursor=page.next_cursor)
 
@@ -44,7 +44,7 @@ def index(
 )
 def create(orgId: str, body: Annotated[CreateCampaignBody, Body()]) -> Response[Envelope[Campaign]]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         row = create_manual_campaign(
             uow.connection, actor.organization_id, name=body.name, channel=body.channel, color=body.color
         )
@@ -57,7 +57,7 @@ def create(orgId: str, body: Annotated[CreateCampaignBody, Body()]) -> Response[
 )
 def change(orgId: str, campaignId: str, body: Annotated[UpdateCampaignBody, Body()]) -> Envelope[Campaign]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         row = update_campaign(
             uow.connection,
             actor.organization_id,

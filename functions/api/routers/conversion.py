@@ -12,7 +12,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, organization_id
+from api.http import caller, entity_id
 from api.schemas import Envelope
 from api.schemas_conversion import (
     SEARCH_MAX_LENGTH,
@@ -29,7 +29,7 @@ from api.schemas_conversion import (
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Role
 from leadcrm.services import conversion as service
-from leadcrm.services.access import require_manager, require_staff, resolve_actor
+from leadcrm.services.access import require_manager, require_staff
 
 router = APIGatewayHttpRouter()
 
@@ -59,7 +59,7 @@ def convert(
         first_name=body.first_name, last_name=body.last_name, email=str(body.email), role=Role(body.role.value)
     )
     with UnitOfWork() as uow:
-        actor = require_manager(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_manager(caller(uow, router, orgId))
         result = service.convert_lead(uow, actor, _lead_id(leadId), command)
         uow.commit()
     if isinstance(result, service.ExistingMember):
@@ -80,7 +80,7 @@ def convert(
 @router.post(f"{LEAD}/link-member", tags=TAGS, summary="Link the lead to an existing active member (owner/admin)")
 def link_member(orgId: str, leadId: str, body: Annotated[LinkMemberBody, Body()]) -> Envelope[AttachedOutcome]:
     with UnitOfWork() as uow:
-        actor = require_manager(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_manager(caller(uow, router, orgId))
         membership_id = service.link_lead_to_member(uow, actor, _lead_id(leadId), body.membership_id)
         uow.commit()
     return Envelope[AttachedOutcome](data=AttachedOutcome(membership_id=membership_id))
@@ -112,6 +112,6 @@ def sales_workspace_link_candidates(orgId: str, leadId: str, search: SearchText 
 
 def _candidates(orgId: str, leadId: str, search: str | None) -> Envelope[LinkCandidates]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         rows = service.link_candidates_for_lead(uow.connection, actor.organization_id, _lead_id(leadId), search)
     return Envelope[LinkCandidates](data=LinkCandidates(candidates=[LinkCandidate.model_validate(r) for r in rows]))

@@ -12,13 +12,13 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, organization_id
+from api.http import caller, entity_id
 from api.schemas import Envelope
 from api.schemas_erase import BulkEraseBody, BulkEraseOutcome, EraseFailure
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.services import erase as service
-from leadcrm.services.access import require_manager, resolve_actor
+from leadcrm.services.access import require_manager
 
 router = APIGatewayHttpRouter()
 
@@ -27,7 +27,7 @@ LEADS = "/organizations/<orgId>/leads"
 
 
 def _manager(uow: UnitOfWork, orgId: str) -> Actor:
-    return require_manager(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+    return require_manager(caller(uow, router, orgId))
 
 
 @router.post(f"{LEADS}/bulk-erase", tags=TAGS, summary="Erase many leads (owner/admin)")

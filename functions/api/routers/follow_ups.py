@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, json_response, organization_id
+from api.http import caller, entity_id, json_response
 from api.schemas_follow_ups import (
     FollowUpBody,
     FollowUpEnvelope,
@@ -25,7 +25,7 @@ from api.schemas_follow_ups import (
 )
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.follow_ups import FollowUp, TouchFollowUpAction
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 from leadcrm.services.touches import Touch, clear_lead_follow_up, log_touch, set_lead_follow_up
 
 router = APIGatewayHttpRouter()
@@ -43,7 +43,7 @@ LEAD_RESPONSES = {404: {"description": "LEAD_NOT_FOUND"}}
 )
 def put_follow_up(orgId: str, leadId: str, body: Annotated[FollowUpBody, Body()]) -> Response[FollowUpEnvelope]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         follow_up = FollowUp(at=body.at, type=body.type.value, note=body.note or None)
         lead = set_lead_follow_up(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"), follow_up)
         uow.commit()
@@ -59,7 +59,7 @@ def put_follow_up(orgId: str, leadId: str, body: Annotated[FollowUpBody, Body()]
 )
 def delete_follow_up(orgId: str, leadId: str) -> Response[FollowUpEnvelope]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         lead = clear_lead_follow_up(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"))
         uow.commit()
     return json_response(200, FollowUpEnvelope(data=FollowUpLead.model_validate(lead)))
@@ -91,7 +91,7 @@ def post_touch(orgId: str, leadId: str, body: Annotated[TouchBody, Body()]) -> R
         trial_date=body.trial_date,
     )
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         result = log_touch(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"), touch)
         uow.commit()
     data = TouchResultData(applied=result.applied, lead=FollowUpLead.model_validate(result.lead))

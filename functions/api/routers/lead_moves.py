@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, json_response, organization_id
+from api.http import caller, entity_id, json_response
 from api.schemas import Envelope, Lead
 from api.schemas_lead_moves import (
     AddPipelineBody,
@@ -32,7 +32,7 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.services import bulk_moves, lead_archive, lead_placements
 from leadcrm.services import lead_moves as service
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 
 router = APIGatewayHttpRouter()
 
@@ -44,7 +44,7 @@ PLACEMENT = f"{PLACEMENTS}/<pipelineId>"
 
 
 def _staff(uow: UnitOfWork, orgId: str) -> Actor:
-    return require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+    return require_staff(caller(uow, router, orgId))
 
 
 def _lead_id(raw: str) -> uuid.UUID:

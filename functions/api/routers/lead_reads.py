@@ -8,7 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, organization_id
+from api.http import caller, entity_id
 from api.schemas import Envelope, ListEnvelope
 from api.schemas_lead_reads import LeadDetail, LeadListItem
 from leadcrm.db.uow import UnitOfWork
@@ -30,7 +30,7 @@ from leadcrm.domain.lead_list import (
     unique,
 )
 from leadcrm.domain.statuses import StageCategory
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 from leadcrm.services.lead_queries import get_lead, list_leads
 
 router = APIGatewayHttpRouter()
@@ -42,7 +42,7 @@ MAX_STATUSES = 2 * len(StageCategory)
 @router.get("/organizations/<orgId>/leads/<leadId>", tags=["Leads"], summary="A lead with its pipelines and timeline")
 def read(orgId: str, leadId: str) -> Envelope[LeadDetail]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         lead = get_lead(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
     return Envelope[LeadDetail](data=LeadDetail.model_validate(lead))
 
@@ -93,7 +93,7 @@ def index(
         after=decode_cursor(cursor, sort, order) if cursor is not None else None,
     )
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         page = list_leads(uow.connection, actor, filters)
     return ListEnvelope[LeadListItem](
         data=[LeadListItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor

@@ -15,12 +15,12 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, organization_id
+from api.http import caller
 from api.idempotent import respond_once
 from api.schemas import CreateLeadBody, Envelope, Lead
 from api.schemas_returning import ReopenedByCreateEnvelope
 from leadcrm.db.uow import UnitOfWork
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 from leadcrm.services.leads import Intake, NewLead, create_lead
 
 router = APIGatewayHttpRouter()
@@ -39,7 +39,7 @@ def create(
     idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
 ) -> Response[Envelope[Lead] | ReopenedByCreateEnvelope]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         new_lead = NewLead(**body.model_dump(exclude={"source"}), source=body.source.value)
         received = body.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return respond_once(

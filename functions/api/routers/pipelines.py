@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, organization_id
+from api.http import caller, entity_id
 from api.idempotent import respond_once
 from api.schemas import Envelope
 from api.schemas_pipelines import (
@@ -28,7 +28,7 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.services import pipeline_editing as editing
 from leadcrm.services import pipelines as service
-from leadcrm.services.access import require_manager, require_staff, resolve_actor
+from leadcrm.services.access import require_manager, require_staff
 
 router = APIGatewayHttpRouter()
 
@@ -41,11 +41,11 @@ STAGE = f"{STAGES}/<stageId>"
 
 
 def _staff(uow: UnitOfWork, orgId: str) -> Actor:
-    return require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+    return require_staff(caller(uow, router, orgId))
 
 
 def _manager(uow: UnitOfWork, orgId: str) -> Actor:
-    return require_manager(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+    return require_manager(caller(uow, router, orgId))
 
 
 def _pipeline_id(raw: str) -> uuid.UUID:

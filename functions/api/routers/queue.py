@@ -7,13 +7,13 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, organization_id
+from api.http import caller
 from api.schemas import ListEnvelope
 from api.schemas_queue import QueueItem
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.attention import Reason
 from leadcrm.domain.lead_list import AssignedToFilter
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 from leadcrm.services.work_queue import (
     DEFAULT_QUEUE_PAGE_SIZE,
     MAX_QUEUE_CURSOR_LENGTH,
@@ -55,7 +55,7 @@ def index(
         after=decode_queue_cursor(cursor, reason) if cursor is not None else None,
     )
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         page = queue_page(uow.connection, actor, filters)
     return ListEnvelope[QueueItem](
         data=[QueueItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor

@@ -15,10 +15,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, json_response, organization_id
+from api.http import caller, entity_id, json_response
 from api.schemas_returning import ReopenBody, ReopenEnvelope, ReopenMeta, ReturnedLead
 from leadcrm.db.uow import UnitOfWork
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 from leadcrm.services.returning import reopen_lead
 
 router = APIGatewayHttpRouter()
@@ -42,7 +42,7 @@ def reopen(
     body: Annotated[ReopenBody | None, Body()] = None,
 ) -> Response[ReopenEnvelope]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         outcome = reopen_lead(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"), note=body.note if body else None)
         uow.commit()
     meta = ReopenMeta(outcome="reopened" if outcome.reopened else "already_open")

@@ -11,11 +11,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, json_response, organization_id
+from api.http import caller, entity_id, json_response
 from api.schemas import Envelope, ListEnvelope
 from api.schemas_tags import CreateTagBody, LeadTagsBody, Tag, TagCategory, UpdateTagBody
 from leadcrm.db.uow import UnitOfWork
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 from leadcrm.services.tags import create_tag, delete_tag, list_tags, replace_lead_tags, update_tag
 
 router = APIGatewayHttpRouter()
@@ -31,7 +31,7 @@ def index(
     cursor: Annotated[str | None, Query(max_length=1024)] = None,
 ) -> ListEnvelope[Tag]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         page = list_tags(
             uow.connection,
             actor.organization_id,
@@ -50,7 +50,7 @@ def index(
 )
 def create(orgId: str, body: Annotated[CreateTagBody, Body()]) -> Response[Envelope[Tag]]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         row = create_tag(
             uow.connection, actor.organization_id, name=body.name, category=body.category.value, color=body.color
         )
@@ -61,7 +61,7 @@ def create(orgId: str, body: Annotated[CreateTagBody, Body()]) -> Response[Envel
 @router.patch("/organizations/<orgId>/leads/tags/<tagId>", tags=TAGS, summary="Rename or recolour a tag")
 def change(orgId: str, tagId: str, body: Annotated[UpdateTagBody, Body()]) -> Envelope[Tag]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         row = update_tag(
             uow.connection,
             actor.organization_id,
@@ -80,7 +80,7 @@ def change(orgId: str, tagId: str, body: Annotated[UpdateTagBody, Body()]) -> En
 )
 def remove(orgId: str, tagId: str) -> Response[None]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         delete_tag(
             uow.connection, actor.organization_id, entity_id(tagId, "TAG_NOT_FOUND"), actor_user_id=actor.user_id
         )
@@ -91,7 +91,7 @@ def remove(orgId: str, tagId: str) -> Response[None]:
 @router.put("/organizations/<orgId>/leads/<leadId>/tags", tags=TAGS, summary="Replace a lead's tags")
 def replace(orgId: str, leadId: str, body: Annotated[LeadTagsBody, Body()]) -> Envelope[list[Tag]]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         tags = replace_lead_tags(
             uow.connection,
             actor.organization_id,

@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, entity_id, json_response, organization_id
+from api.http import caller, entity_id, json_response
 from api.schemas_tasks import (
     CreateTaskBody,
     CreateTaskEnvelope,
@@ -27,7 +27,7 @@ from api.schemas_tasks import (
     UpdateTaskBody,
 )
 from leadcrm.db.uow import UnitOfWork
-from leadcrm.services.access import require_staff, resolve_actor
+from leadcrm.services.access import require_staff
 from leadcrm.services.tasks import (
     MAX_PAGE,
     NewTask,
@@ -58,7 +58,7 @@ def index(
 ) -> TaskListEnvelope:
     filters = TaskFilters(type=type, status=status, lead_id=leadId, assigned_to_me=assignedTo == "me")
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         rows, next_cursor = list_tasks(uow.connection, actor, filters, cursor=cursor, limit=limit)
     return TaskListEnvelope(data=[Task.from_row(r) for r in rows], next_cursor=next_cursor)
 
@@ -81,7 +81,7 @@ def create(orgId: str, body: Annotated[CreateTaskBody, Body()]) -> Response[Crea
         linked_lead_id=body.linked_lead_id,
     )
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         row, merged = create_task(uow, actor, new)
         uow.commit()
     return json_response(201, CreateTaskEnvelope(data=Task.from_row(row), meta=CreateTaskMeta(merged=merged)))
@@ -95,7 +95,7 @@ def create(orgId: str, body: Annotated[CreateTaskBody, Body()]) -> Response[Crea
 )
 def patch(orgId: str, taskId: str, body: Annotated[UpdateTaskBody, Body()]) -> Response[TaskEnvelope]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         row = update_task(uow, actor, entity_id(taskId, "TASK_NOT_FOUND"), TaskChange(body.changes()))
         uow.commit()
     return json_response(200, TaskEnvelope(data=Task.from_row(row)))
@@ -103,7 +103,7 @@ def patch(orgId: str, taskId: str, body: Annotated[UpdateTaskBody, Body()]) -> R
 
 def _close(orgId: str, taskId: str, status: str) -> Response[TaskEnvelope]:
     with UnitOfWork() as uow:
-        actor = require_staff(resolve_actor(uow.connection, auth_subject(router), organization_id(orgId)))
+        actor = require_staff(caller(uow, router, orgId))
         row = close_task(uow, actor, entity_id(taskId, "TASK_NOT_FOUND"), status)
         uow.commit()
     return json_response(200, TaskEnvelope(data=Task.from_row(row)))

@@ -8,19 +8,19 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import auth_subject, organization_id
+from api.http import caller
 from api.schemas import Envelope
 from api.schemas_urgent_prompt import SnoozeBody, UrgentCountsOut, UrgentPromptState
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import LEAD_MANAGEMENT, Actor
-from leadcrm.services.access import require_feature, resolve_actor
+from leadcrm.services.access import require_feature
 from leadcrm.services.urgent_prompt import PromptView, mark_seen, prompt_view, snooze
 
 router = APIGatewayHttpRouter()
 
 
 def _member_of(uow: UnitOfWork, orgId: str) -> Actor:
-    actor = resolve_actor(uow.connection, auth_subject(router), organization_id(orgId))
+    actor = caller(uow, router, orgId)
     require_feature(actor, LEAD_MANAGEMENT)
     return actor
 
