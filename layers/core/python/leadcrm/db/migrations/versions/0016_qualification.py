@@ -1,0 +1,21 @@
+"""qualification: Enrichment, scoring models, qualification and lead merges (issue 10).
+
+Revision ID: 0016
+Revises: 0015
+Create Date: 2026-11-29
+"""
+
+from __future__ import annotations
+
+revision = "0016"
+down_revision = "0015"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass

@@ -1,0 +1,3 @@
+"""Enrichment, scoring models, qualification and lead merges (issue 10)."""
+
+from __future__ import annotations
