@@ -15,10 +15,15 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from tests.support.database import create_database, drop_database, throwaway_database_name
+from tests.support.local_stack import local_stack, local_stack_database  # noqa: F401 - shared fixtures
+
+if TYPE_CHECKING:
+    from infra.local.postgres import LocalPostgres
 
 FAKE_AWS_ENV = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -70,23 +75,30 @@ def _forget_aws_clients_and_settings() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server_url() -> Iterator[str]:
-    """A URL on a PostgreSQL server the tests may create databases on (the caller's, or a private one)."""
-    given = os.environ.get("DATABASE_URL")
-    if given:
-        yield given
+def private_postgres() -> Iterator[LocalPostgres | None]:
+    """The private cluster the tests started (None when DATABASE_URL names the caller's server); the fault
+    tests restart it."""
+    if os.environ.get("DATABASE_URL"):
+        yield None
         return
     from infra.local.postgres import LocalPostgres
 
     root = Path(tempfile.mkdtemp(prefix="leadcrm-pg-"))
     cluster = LocalPostgres(root, durable=False)
     try:
-        yield cluster.start()
+        cluster.start()
+        yield cluster
     finally:
         try:
             cluster.stop()
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url(private_postgres: LocalPostgres | None) -> str:
+    """A URL on a PostgreSQL server the tests may create databases on (the caller's, or a private one)."""
+    return private_postgres.url if private_postgres is not None else os.environ["DATABASE_URL"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,0 +1,125 @@
+"""Every route, called as every kind of caller, on the organization's own ids and on another's.
+
+Callers: the organization's owner, admin, coach and member; the owner of another organization; a user with
+no membership; no token. The JWT authorizer refuses a request without a token before Lambda runs (401; see
+test_the_gateway_refuses_every_authorized_route_without_a_token); the handler refuses one that reaches it
+without claims (401) too. A refused caller gets 403 whatever the ids (no existence leak), a permitted caller
+gets the row's answer, and another organization's ids answer like random ids and change nothing of it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from tests.reliability.route_table import MANAGER, MEMBER, PUBLIC, ROUTES, STAFF, Gate, Req, Row
+from tests.support.api import ApiResponse, invoke
+from tests.support.capture_helpers import fresh_ip
+from tests.support.events import http_api_event
+from tests.support.factories import make_user
+from tests.support.reliability_helpers import OrgWorld, app_routes, make_world, openapi_routes, org_fingerprint
+
+CALLERS = ("owner", "admin", "coach", "member", "other_org_owner", "no_membership", "no_token")
+PERMITTED: dict[Gate, frozenset[str]] = {
+    PUBLIC: frozenset(CALLERS),
+    MEMBER: frozenset({"owner", "admin", "coach", "member"}),
+    STAFF: frozenset({"owner", "admin", "coach"}),
+    MANAGER: frozenset({"owner", "admin"}),
+}
+REFUSAL_CODE = {STAFF: "STAFF_ONLY", MANAGER: "OWNER_OR_ADMIN_ONLY"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    caller: str
+    ids: str  # "own" or "foreign"
+
+
+def expected(row: Row, cell: Cell) -> tuple[int, str | None]:
+    """(status, error code) the cell must answer; None: any code (a success has none)."""
+    if cell.caller not in PERMITTED[row.gate]:
+        if cell.caller == "no_token":
+            return 401, "UNAUTHENTICATED"
+        if cell.caller in ("other_org_owner", "no_membership"):
+            return 403, "NOT_A_MEMBER"
+        return 403, REFUSAL_CODE[row.gate]
+    if cell.ids == "foreign" and row.foreign is not None:
+        return row.foreign, None
+    return row.ok, None
+
+
+@pytest.fixture(scope="module")
+def worlds() -> tuple[OrgWorld, OrgWorld, str]:
+    """Ours, theirs, and the subject of a user with no membership anywhere."""
+    loner = make_user()
+    assert loner.auth_subject is not None
+    return make_world("Ours"), make_world("Theirs"), loner.auth_subject
+
+
+@pytest.fixture(autouse=True)
+def _bus(event_bus):
+    """Writes publish their events after commit: the bus exists."""
+
+
+def _call(key: str, ours: OrgWorld, request: Req, subject: str | None) -> ApiResponse:
+    method, template = key.split(" ", 1)
+    path = template.format(orgId=ours.id, **request.path)
+    event = http_api_event(
+        method, path, sub=subject, body=request.body, query=request.query, headers=request.headers,
+        authorizer=subject is not None,
+    )
+    if subject is None:
+        event["headers"].pop("authorization", None)
+    event["requestContext"]["http"]["sourceIp"] = fresh_ip()  # public capture throttles per client address
+    return invoke(event)
+
+
+def _subject(caller: str, ours: OrgWorld, theirs: OrgWorld, loner: str) -> str | None:
+    if caller == "no_token":
+        return None
+    if caller == "other_org_owner":
+        return theirs.owner
+    if caller == "no_membership":
+        return loner
+    return ours.subjects[caller]
+
+
+@pytest.mark.parametrize("key", sorted(ROUTES))
+def test_each_caller_gets_the_expected_answer_on_own_and_foreign_ids(key, worlds):
+    ours, theirs, loner = worlds
+    row = ROUTES[key]
+    wrong: list[str] = []
+    for caller in CALLERS:
+        for ids in ("own", "foreign"):
+            cell = Cell(caller, ids)
+            target = ours if ids == "own" else theirs
+            request = row.request(target)
+            before = org_fingerprint(target.id)
+            response = _call(key, ours, request, _subject(caller, ours, theirs, loner))
+            status, code = expected(row, cell)
+            got = (response.status, response.error_code)
+            if response.status != status or (code is not None and response.error_code != code):
+                wrong.append(f"{caller:>16} / {ids:<7}: expected {status} {code or ''}, got {got} {str(response.body)[:160]}")
+            refused = not 200 <= response.status < 300
+            if (ids == "foreign" and row.gate is not PUBLIC) or refused:
+                if org_fingerprint(target.id) != before:
+                    wrong.append(f"{caller:>16} / {ids:<7}: answered {got} but changed {target.organization.name}")
+    assert not wrong, f"{key}:\n" + "\n".join(wrong)
+
+
+def test_every_route_has_a_row():
+    served = app_routes() - {"GET /openapi.json"}
+    assert served - set(ROUTES) == set(), "routes without a row in tests/reliability/route_table.py"
+    assert set(ROUTES) - served == set(), "rows for routes the API does not serve"
+
+
+def test_every_served_route_is_in_the_openapi_document():
+    assert app_routes() - {"GET /openapi.json"} == openapi_routes()
+
+
+def test_an_unknown_organization_is_refused_like_one_you_do_not_belong_to(worlds):
+    ours, _, _ = worlds
+    response = invoke(http_api_event("GET", f"/organizations/{uuid.uuid4()}/leads", sub=ours.owner))
+    assert (response.status, response.error_code) == (403, "NOT_A_MEMBER")

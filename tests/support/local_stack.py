@@ -1,0 +1,135 @@
+"""The local stack (`python -m infra.local`) started once per test session, on the tests' PostgreSQL, and a
+small HTTP client for it. The fixtures are registered by tests/conftest.py, so the e2e and the reliability
+suites share one running stack."""
+
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.database import create_database, drop_database, throwaway_database_name
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_SECONDS = 90
+
+
+@dataclass
+class HttpReply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class LocalStackClient:
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json_body: Any = None,
+        raw: bytes | None = None,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> HttpReply:
+        data = raw if raw is not None else (json.dumps(json_body).encode() if json_body is not None else None)
+        request = urllib.request.Request(self.base_url + path, data=data, method=method)
+        if json_body is not None:
+            request.add_header("content-type", "application/json")
+        if token:
+            request.add_header("authorization", f"Bearer {token}")
+        for name, value in (headers or {}).items():
+            request.add_header(name, value)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return HttpReply(response.status, dict(response.headers), response.read())
+        except urllib.error.HTTPError as error:
+            return HttpReply(error.code, dict(error.headers), error.read())
+
+    def wait_until_idle(self, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        state: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            state = self.request("GET", "/_local/idle").json()["data"]
+            if state["idle"]:
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"the local stack did not become idle: {state}")
+
+    def new_organization(self) -> dict[str, Any]:
+        reply = self.request("POST", "/_local/orgs", json_body={"name": "E2E Studio"})
+        assert reply.status == 201, reply.body
+        return reply.json()["data"]
+
+
+@pytest.fixture(scope="session")
+def local_stack_database(database_url: str) -> Iterator[str]:
+    """A database of its own: `/_local/idle` watches the whole outbox, which other suites leave rows in."""
+    name = throwaway_database_name()
+    url = create_database(database_url, name)
+    yield url
+    drop_database(database_url, name)
+
+
+@pytest.fixture(scope="session")
+def local_stack(local_stack_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackClient]:
+    env = {**os.environ, "DATABASE_URL": local_stack_database, "PYTHONUNBUFFERED": "1"}
+    env.pop("AWS_ENDPOINT_URL", None)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "infra.local",
+            "--port",
+            "0",
+            "--quiet",
+            "--data-dir",
+            str(tmp_path_factory.mktemp("local-stack")),
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    base_url, seen = None, []
+    deadline = time.monotonic() + STARTUP_SECONDS
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line and process.poll() is not None:
+            break
+        seen.append(line)
+        found = re.search(r"local stack on (http://127\.0\.0\.1:\d+)", line)
+        base_url = base_url or (found.group(1) if found else None)
+        if line.strip() == "READY":
+            break
+    if base_url is None or process.poll() is not None:
+        process.kill()
+        pytest.fail("the local stack did not start:\n" + "".join(seen))
+    try:
+        yield LocalStackClient(base_url)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
