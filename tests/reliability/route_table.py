@@ -146,7 +146,9 @@ ROUTES: dict[str, Row] = {
     "GET /organizations/{orgId}/sales-workspace/leads/{leadId}/link-candidates": Row(STAFF, 200, _lead),
     # -- tags and campaigns ----------------------------------------------------------------------------------
     "GET /organizations/{orgId}/leads/tags": Row(STAFF, 200, foreign=None),
-    "POST /organizations/{orgId}/leads/tags": Row(STAFF, 201, lambda w: Req(body={"name": f"Tag {uuid.uuid4().hex[:8]}"}), foreign=None),
+    "POST /organizations/{orgId}/leads/tags": Row(
+        STAFF, 201, lambda w: Req(body={"name": f"Tag {uuid.uuid4().hex[:8]}"}), foreign=None
+    ),
     "PATCH /organizations/{orgId}/leads/tags/{tagId}": Row(
         STAFF, 200, lambda w: Req({"tagId": w.tag()}, body={"color": "#112233"})
     ),

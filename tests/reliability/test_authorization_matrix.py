@@ -67,7 +67,12 @@ def _call(key: str, ours: OrgWorld, request: Req, subject: str | None) -> ApiRes
     method, template = key.split(" ", 1)
     path = template.format(orgId=ours.id, **request.path)
     event = http_api_event(
-        method, path, sub=subject, body=request.body, query=request.query, headers=request.headers,
+        method,
+        path,
+        sub=subject,
+        body=request.body,
+        query=request.query,
+        headers=request.headers,
         authorizer=subject is not None,
     )
     if subject is None:
@@ -100,12 +105,13 @@ def test_each_caller_gets_the_expected_answer_on_own_and_foreign_ids(key, worlds
             response = _call(key, ours, request, _subject(caller, ours, theirs, loner))
             status, code = expected(row, cell)
             got = (response.status, response.error_code)
+            label = f"{caller:>16} / {ids:<7}"
             if response.status != status or (code is not None and response.error_code != code):
-                wrong.append(f"{caller:>16} / {ids:<7}: expected {status} {code or ''}, got {got} {str(response.body)[:160]}")
+                wrong.append(f"{label}: expected {status} {code or ''}, got {got} {str(response.body)[:160]}")
             refused = not 200 <= response.status < 300
-            if (ids == "foreign" and row.gate is not PUBLIC) or refused:
-                if org_fingerprint(target.id) != before:
-                    wrong.append(f"{caller:>16} / {ids:<7}: answered {got} but changed {target.organization.name}")
+            must_not_change = (ids == "foreign" and row.gate is not PUBLIC) or refused
+            if must_not_change and org_fingerprint(target.id) != before:
+                wrong.append(f"{label}: answered {got} but changed {target.organization.name}")
     assert not wrong, f"{key}:\n" + "\n".join(wrong)
 
 
