@@ -157,3 +157,51 @@ def run_with_fingerprint(organization_id: uuid.UUID, call: Callable[[], ApiRespo
     before = org_fingerprint(organization_id)
     response = call()
     return response, org_fingerprint(organization_id) == before
+
+
+# -- many Lambda containers at once ---------------------------------------------------------------------
+
+
+def in_containers(work: Callable[[], Any], count: int, *, timeout: float = 60) -> list[Any]:
+    """Runs `work` in `count` forked processes released together, as `count` Lambda containers would run
+    one delivery each: every process has its own database connection and its own copy of the handlers'
+    module state (the HTTP resolver keeps the current event on the app, so threads cannot stand in for
+    containers). Returns each process's result (it must pickle); an error in any of them fails here."""
+    import multiprocessing
+    import queue as queue_module
+
+    context = multiprocessing.get_context("fork")
+    start = context.Barrier(count)
+    results = context.Queue()
+
+    def container(slot: int) -> None:
+        import leadcrm.db.engine as engine_module
+
+        engine_module._engine = None  # never touch the parent's pooled connection: build one of our own
+        try:
+            start.wait(timeout)
+            results.put((slot, True, work()))
+        except BaseException as error:
+            results.put((slot, False, repr(error)))
+
+    processes = [context.Process(target=container, args=(slot,), daemon=True) for slot in range(count)]
+    for process in processes:
+        process.start()
+    collected: dict[int, Any] = {}
+    errors: list[str] = []
+    try:
+        for _ in range(count):
+            slot, ok, value = results.get(timeout=timeout)
+            if ok:
+                collected[slot] = value
+            else:
+                errors.append(f"container {slot}: {value}")
+    except queue_module.Empty:
+        errors.append(f"only {len(collected) + len(errors)} of {count} containers answered within {timeout} s")
+    finally:
+        for process in processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+    assert not errors, "\n".join(errors)
+    return [collected[slot] for slot in sorted(collected)]

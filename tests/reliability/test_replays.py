@@ -1,0 +1,313 @@
+"""Every idempotent entry, delivered 3 times in a row and 10 times at once, has one effect.
+
+An entry is a row of ENTRIES: `prepare()` makes fresh state and returns a `Delivery` whose `deliver()` is one
+delivery exactly as AWS makes it (the same HTTP request with the same Idempotency-Key; the same SQS record
+redelivered) and whose `effect()` counts what the entry changes. A first delivery must change the counts
+(so the row tests something); more deliveries, in a row or at once in separate processes (one Lambda
+container each), must leave them exactly where one delivery put them.
+
+Adding an entry (the Meta, WhatsApp and SES-inbound processors when they land) is adding a row, e.g.:
+
+    Entry("ingestion: Meta leadgen", _meta_leadgen)   # deliver: the same SQS record to ingestion.handler;
+                                                       # effect: (leads with that leadgen id, receipts)
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select, text
+
+from leadcrm.db.engine import get_engine
+from leadcrm.db.tables import leads, minisite_events, pipeline_stages, pipelines
+from tests.support.api import ApiResponse, call_api
+from tests.support.aws import Queue
+from tests.support.capture_helpers import capture, lead_count, receipts_of
+from tests.support.conversion_helpers import insert_lead as insert_person_lead
+from tests.support.conversion_helpers import make_person, unique_email
+from tests.support.events import eventbridge_envelope, lambda_context, sqs_event, sqs_record, sqs_record_from_message
+from tests.support.reliability_helpers import in_containers, make_world
+
+IN_A_ROW = 3
+AT_ONCE = 10
+
+
+@dataclass(frozen=True)
+class Delivery:
+    deliver: Callable[[], Any]
+    effect: Callable[[], tuple[int, ...]]
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    prepare: Callable[[Queue], Delivery]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _count(query: str, **params: Any) -> int:
+    with get_engine().connect() as conn:
+        return conn.execute(text(query), params).scalar_one()
+
+
+def _accepted(response: ApiResponse, *statuses: int) -> ApiResponse:
+    assert response.status in statuses, f"{response.status} {response.body}"
+    return response
+
+
+# -- HTTP entries with an Idempotency-Key ---------------------------------------------------------------------
+
+
+def _public_capture(_: Queue) -> Delivery:
+    world, key = make_world(), str(uuid.uuid4())
+    body = {"name": "Dana Replay", "email": f"dana.{uuid.uuid4().hex[:8]}@example.com"}
+
+    def deliver() -> int:
+        return _accepted(capture(world.id, body, headers={"idempotency-key": key}), 201).status
+
+    # Without the key a repeat would add a duplicate receipt on the lead: counting receipts proves the key.
+    return Delivery(deliver, lambda: (lead_count(world.id), len(receipts_of(world.id))))
+
+
+def _staff_create(_: Queue) -> Delivery:
+    world, key = make_world(), str(uuid.uuid4())
+    path = f"/organizations/{world.id}/leads"
+
+    def deliver() -> int:
+        body = {"name": "Ada Replay"}  # a name alone is no duplicate: without the key each call creates
+        return _accepted(
+            call_api("POST", path, sub=world.owner, body=body, headers={"idempotency-key": key}), 201
+        ).status
+
+    return Delivery(deliver, lambda: (lead_count(world.id),))
+
+
+def _pipeline_create(_: Queue) -> Delivery:
+    world, key = make_world(), str(uuid.uuid4())
+    path = f"/organizations/{world.id}/pipelines"
+
+    def deliver() -> int:
+        body = {"name": "Replayed pipeline"}
+        return _accepted(
+            call_api("POST", path, sub=world.owner, body=body, headers={"idempotency-key": key}), 201
+        ).status
+
+    def effect() -> tuple[int, ...]:
+        with get_engine().connect() as conn:
+            return (conn.execute(select(func.count()).where(pipelines.c.organization_id == world.id)).scalar_one(),)
+
+    return Delivery(deliver, effect)
+
+
+def _stage_add(_: Queue) -> Delivery:
+    world, key = make_world(), str(uuid.uuid4())
+    pipeline_id = world.pipeline()
+    path = f"/organizations/{world.id}/pipelines/{pipeline_id}/stages"
+
+    def deliver() -> int:
+        body = {"name": "Replayed stage", "category": "contacted"}
+        return _accepted(
+            call_api("POST", path, sub=world.owner, body=body, headers={"idempotency-key": key}), 201
+        ).status
+
+    def effect() -> tuple[int, ...]:
+        with get_engine().connect() as conn:
+            count = select(func.count()).where(pipeline_stages.c.pipeline_id == uuid.UUID(pipeline_id))
+            return (conn.execute(count).scalar_one(),)
+
+    return Delivery(deliver, effect)
+
+
+# -- task_lifecycle: SQS redelivery of the same record ---------------------------------------------------------
+
+
+def _to_task_lifecycle(record: dict[str, Any]) -> Callable[[], dict[str, Any]]:
+    def deliver() -> dict[str, Any]:
+        from task_lifecycle.handler import lambda_handler
+
+        result = lambda_handler(sqs_event(record), lambda_context("leadcrm-task-lifecycle"))
+        assert result == {"batchItemFailures": []}, result
+        return result
+
+    return deliver
+
+
+def _published(queue: Queue, detail_type: str, aggregate_id: str) -> dict[str, Any]:
+    """The record the bus put on the task_lifecycle queue for this event, as Lambda would receive it."""
+    for message in queue.receive_all():
+        envelope = json.loads(message["Body"])
+        if envelope["detail-type"] == detail_type and envelope["detail"]["aggregateId"] == aggregate_id:
+            return sqs_record_from_message(message, queue_name=queue.name)
+    raise AssertionError(f"no {detail_type} for {aggregate_id} on the queue")
+
+
+def _platform_record(detail_type: str, detail: dict[str, Any]) -> dict[str, Any]:
+    envelope = eventbridge_envelope(detail_type, detail, source="platform.local")
+    return sqs_record(envelope, queue_name="leadcrm-task-lifecycle")
+
+
+def _activities(lead_id: str, kind: str | None = None) -> int:
+    query = "SELECT count(*) FROM lead_activity_events WHERE lead_id = :l"
+    return _count(query + (" AND type = :t" if kind else ""), l=lead_id, **({"t": kind} if kind else {}))
+
+
+def _tasks(lead_id: str, status: str) -> int:
+    return _count("SELECT count(*) FROM tasks WHERE linked_lead_id = :l AND status = :s", l=lead_id, s=status)
+
+
+def _lead_created(queue: Queue) -> Delivery:
+    world = make_world()
+    lead_id = world.lead()
+    record = _published(queue, "lead.created", lead_id)
+    return Delivery(_to_task_lifecycle(record), lambda: (_activities(lead_id, "lead_created"),))
+
+
+def _lead_lost(queue: Queue) -> Delivery:
+    world = make_world()
+    lead_id = world.lead()
+    world.api("POST", "/tasks", body={"title": "Call Dana", "type": "contact_lead", "linkedLeadId": lead_id})
+    world.api("PATCH", f"/leads/{lead_id}", body={"status": "lost", "lostReason": "not_interested"})
+    record = _published(queue, "lead.status_changed", lead_id)
+    return Delivery(_to_task_lifecycle(record), lambda: (_tasks(lead_id, "cancelled"), _activities(lead_id)))
+
+
+def _lead_returned(queue: Queue) -> Delivery:
+    world = make_world()
+    lead_id = world.lead()
+    world.api("PATCH", f"/leads/{lead_id}", body={"status": "lost", "lostReason": "not_interested"})
+    for message in queue.receive_all():  # the lost move's events run first, as they would in AWS
+        _to_task_lifecycle(sqs_record_from_message(message, queue_name=queue.name))()
+    world.api("POST", f"/leads/{lead_id}/reopen", body={})
+    record = _published(queue, "lead.returned", lead_id)
+    return Delivery(
+        _to_task_lifecycle(record),
+        lambda: (_tasks(lead_id, "pending") + _tasks(lead_id, "in_progress"), _activities(lead_id)),
+    )
+
+
+def _minisite_event(detail_type: str) -> Callable[[Queue], Delivery]:
+    def prepare(_: Queue) -> Delivery:
+        world, event_id = make_world(), uuid.uuid4()
+        detail = {"organizationId": str(world.id), "eventId": str(event_id), "title": "Open day"}
+
+        def effect() -> tuple[int, ...]:
+            with get_engine().connect() as conn:
+                row = conn.execute(select(minisite_events).where(minisite_events.c.id == event_id)).mappings().first()
+            return (0,) if row is None else (1, int(row["archived_at"] is not None), int(row["updated_at"].timestamp()))
+
+        # updated_at moves on every write: the same second proves a redelivery wrote nothing more
+        return Delivery(_to_task_lifecycle(_platform_record(detail_type, detail)), effect)
+
+    return prepare
+
+
+def _self_signup(_: Queue) -> Delivery:
+    world, email = make_world(), unique_email("signup")
+    lead_id = insert_person_lead(world.id, name="Dana", email=email)
+    person = make_person(world.id, first_name="Dana", last_name="Cohen", email=email)
+    detail = {"organizationId": str(world.id), "userId": str(person.user_id), "membershipId": str(person.membership_id)}
+
+    def effect() -> tuple[int, ...]:
+        linked = select(func.count()).where(leads.c.id == lead_id, leads.c.converted_membership_id.isnot(None))
+        with get_engine().connect() as conn:
+            linked_count = conn.execute(linked).scalar_one()
+        return (linked_count, _activities(str(lead_id)))
+
+    return Delivery(_to_task_lifecycle(_platform_record("membership.self_signup", detail)), effect)
+
+
+def _entitlement_activated(_: Queue) -> Delivery:
+    world, email = make_world(), unique_email("buyer")
+    lead_id = insert_person_lead(world.id, name="Dana", email=email)
+    person = make_person(None, first_name="Dana", last_name="Cohen", email=email)
+    detail = {
+        "organizationId": str(world.id),
+        "userId": str(person.user_id),
+        "entitlementId": str(uuid.uuid4()),
+        "courseId": str(uuid.uuid4()),
+        "courseName": "Pilates 101",
+        "transition": "pending_to_active",
+    }
+    return Delivery(
+        _to_task_lifecycle(_platform_record("entitlement.activated", detail)),
+        lambda: (
+            _count("SELECT count(*) FROM lead_tag_assignments WHERE lead_id = :l", l=lead_id),
+            _activities(str(lead_id)),
+        ),
+    )
+
+
+def _join_released(_: Queue) -> Delivery:
+    world, email = make_world(), unique_email("released")
+    lead_id = world.lead(email=email)
+    world.api("PATCH", f"/leads/{lead_id}", body={"status": "lost", "lostReason": "not_interested"})
+    person = make_person(None, first_name="Dana", last_name="Cohen", email=email)
+    detail = {"organizationId": str(world.id), "userId": str(person.user_id), "membershipId": str(uuid.uuid4())}
+    return Delivery(
+        _to_task_lifecycle(_platform_record("membership.join_released", detail)),
+        lambda: (
+            _count("SELECT return_count FROM leads WHERE id = :l", l=lead_id),
+            _count("SELECT count(*) FROM outbox WHERE aggregate_id = :l AND type = 'lead.returned'", l=lead_id),
+            _activities(lead_id),
+        ),
+    )
+
+
+ENTRIES = [
+    Entry("api: public capture with Idempotency-Key", _public_capture),
+    Entry("api: staff create with Idempotency-Key", _staff_create),
+    Entry("api: pipeline create with Idempotency-Key", _pipeline_create),
+    Entry("api: stage add with Idempotency-Key", _stage_add),
+    Entry("task_lifecycle: lead.created", _lead_created),
+    Entry("task_lifecycle: lead.status_changed to lost", _lead_lost),
+    Entry("task_lifecycle: lead.returned", _lead_returned),
+    Entry("task_lifecycle: minisite_event.published", _minisite_event("minisite_event.published")),
+    Entry("task_lifecycle: minisite_event.archived", _minisite_event("minisite_event.archived")),
+    Entry("task_lifecycle: membership.self_signup", _self_signup),
+    Entry("task_lifecycle: entitlement.activated", _entitlement_activated),
+    Entry("task_lifecycle: membership.join_released", _join_released),
+]
+
+
+@pytest.fixture
+def queue(lifecycle_queue: Queue) -> Queue:
+    """The bus and the task_lifecycle queue behind it (the API's events are published after commit)."""
+    return lifecycle_queue
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=str)
+def test_delivered_three_times_in_a_row_it_has_one_effect(entry: Entry, queue: Queue):
+    delivery = entry.prepare(queue)
+    before = delivery.effect()
+    delivery.deliver()
+    once = delivery.effect()
+    assert once != before, "the first delivery changed nothing: this row tests nothing"
+    for _ in range(IN_A_ROW - 1):
+        delivery.deliver()
+        assert delivery.effect() == once
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=str)
+def test_delivered_ten_times_at_once_it_has_one_effect(entry: Entry, queue: Queue):
+    reference = entry.prepare(queue)
+    reference.deliver()
+    expected = reference.effect()
+    delivery = entry.prepare(queue)
+    before = delivery.effect()
+
+    in_containers(delivery.deliver, AT_ONCE)
+
+    assert delivery.effect() != before
+    assert _comparable(delivery.effect()) == _comparable(expected)
+
+
+def _comparable(effect: tuple[int, ...]) -> tuple[int, ...]:
+    """Counts compare across two fresh preparations; timestamps (a minisite event's updated_at) do not."""
+    return tuple(v if v < 1_000_000_000 else 0 for v in effect)
