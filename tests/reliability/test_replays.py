@@ -6,10 +6,11 @@ redelivered) and whose `effect()` counts what the entry changes. A first deliver
 (so the row tests something); more deliveries, in a row or at once in separate processes (one Lambda
 container each), must leave them exactly where one delivery put them.
 
-Adding an entry (the Meta, WhatsApp and SES-inbound processors when they land) is adding a row, e.g.:
-
-    Entry("ingestion: Meta leadgen", _meta_leadgen)   # deliver: the same SQS record to ingestion.handler;
-                                                       # effect: (leads with that leadgen id, receipts)
+Adding an entry (the Meta, WhatsApp and SES-inbound processors when they land) is adding a row: on main the
+webhook receiver keeps no state (each delivery is one message; deduplication is the consumer's), and the
+ingestion consumer only describes messages, so `meta_delivery` below drives the whole path (signed
+function-URL POST → SQS → ingestion.handler) and the row adds the effect, e.g.
+`Entry("ingestion: Meta leadgen", lambda q: Delivery(meta_delivery(q, body), lambda: (leads_with(leadgen_id),)))`.
 """
 
 from __future__ import annotations
@@ -260,6 +261,38 @@ def _join_released(_: Queue) -> Delivery:
     )
 
 
+# -- webhooks → ingestion (the path the Meta / WhatsApp processors will hang off) -----------------------------
+
+
+def meta_delivery(ingestion: Queue, body: dict[str, Any], path: str = "/webhooks/meta/leadgen") -> Callable[[], int]:
+    """One delivery of a signed Meta notification to the receiver, then the ingestion consumer drains what it
+    enqueued (as the event source mapping would); returns how many messages the consumer took."""
+    import hashlib
+    import hmac
+
+    from tests.integration.conftest import META_APP_SECRET
+    from tests.support.events import function_url_event
+
+    raw = json.dumps(body).encode()
+    signature = "sha256=" + hmac.new(META_APP_SECRET.encode(), raw, hashlib.sha256).hexdigest()
+
+    def deliver() -> int:
+        from ingestion.handler import lambda_handler as ingest
+        from webhooks.handler import lambda_handler as receive
+
+        answer = receive(
+            function_url_event("POST", path, body=raw, headers={"x-hub-signature-256": signature}),
+            lambda_context("leadcrm-webhooks"),
+        )
+        assert answer["statusCode"] == 200, answer
+        records = [sqs_record_from_message(m, queue_name=ingestion.name) for m in ingestion.receive_all()]
+        result = ingest(sqs_event(*records), lambda_context("leadcrm-ingestion"))
+        assert result == {"batchItemFailures": []}, result
+        return len(records)
+
+    return deliver
+
+
 ENTRIES = [
     Entry("api: public capture with Idempotency-Key", _public_capture),
     Entry("api: staff create with Idempotency-Key", _staff_create),
@@ -311,3 +344,9 @@ def test_delivered_ten_times_at_once_it_has_one_effect(entry: Entry, queue: Queu
 def _comparable(effect: tuple[int, ...]) -> tuple[int, ...]:
     """Counts compare across two fresh preparations; timestamps (a minisite event's updated_at) do not."""
     return tuple(v if v < 1_000_000_000 else 0 for v in effect)
+
+
+def test_a_meta_notification_delivered_three_times_is_accepted_and_consumed_each_time(ingestion_queue, meta_secrets):
+    body = {"object": "page", "entry": [{"id": "1", "changes": [{"field": "leadgen", "value": {"leadgen_id": "7"}}]}]}
+    deliver = meta_delivery(ingestion_queue, body)
+    assert [deliver() for _ in range(IN_A_ROW)] == [1] * IN_A_ROW
