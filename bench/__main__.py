@@ -1,7 +1,9 @@
-"""`make bench` (python -m bench): seed once, then measure the lead list, the lead detail and a bulk move.
+"""`make bench` (python -m bench): seed once, then run every scenario of SCENARIOS and write
+bench/results.json and bench/RESULTS.md (the printed tables).
 
 BENCH_QUICK=1 runs the small scale (100k leads, 10k in the big organization) to iterate quickly.
-BENCH_REQUESTS (default 200) sets the measured requests per shape. See bench/README.md.
+BENCH_REQUESTS (default 200) sets the measured requests per shape; BENCH_ONLY=imports,statements runs only
+those scenarios. See bench/README.md.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,10 +23,12 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from bench import api_load, imports, intake, statements
 from bench.attention import measure_attention, report_lines, seed_attention
 from bench.database import bench_database
 from bench.measure import Latency
 from bench.scenarios import (
+    BigOrg,
     list_shapes,
     load_big_org,
     measure_baseline,
@@ -34,9 +40,11 @@ from bench.scenarios import (
     plan_summary,
     summarize_seconds,
 )
-from bench.seed import FULL, QUICK, seed, vacuum
+from bench.seed import FULL, QUICK, Scale, seed, vacuum
+from leadcrm.db.engine import get_engine, pg8000_url
 
 RESULTS = Path(__file__).with_name("results.json")
+RESULTS_TABLE = Path(__file__).with_name("RESULTS.md")
 LIST_P95_TARGET_MS = 20.0
 BULK_MOVE_TARGET_S = 2.0
 BULK_MOVE_SIZE = 10_000
@@ -57,15 +65,108 @@ def _point_the_product_at(url: str) -> None:
     dispose_engine()
 
 
+@dataclass(frozen=True)
+class Context:
+    """What a scenario gets: the bench database's URL (the product already points at it), the big
+    organization's ids, the scale and how many requests to measure per shape."""
+
+    url: str
+    org: BigOrg
+    scale: Scale
+    requests: int
+    warmup: int = 20
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One benchmark: `run(context)` returns its section of results.json; `report(section)` its table lines."""
+
+    name: str
+    run: Callable[[Context], dict[str, Any]]
+    report: Callable[[dict[str, Any]], list[str]]
+
+
+def measure_leads(ctx: Context) -> dict[str, Any]:
+    """Lead list shapes, work queue and urgent counts, detail, bulk move (bench/scenarios.py, attention.py)."""
+    org, requests, warmup = ctx.org, ctx.requests, ctx.warmup
+    log(f"\nmeasuring: {requests} requests per shape after {warmup} warm-up requests")
+    baseline = measure_baseline(org, requests=requests, warmup=warmup)
+    shapes = list_shapes(org)
+    list_rows: list[tuple[str, Latency, dict[str, Any]]] = []
+    with get_engine().connect() as conn:
+        plans = {shape.name: plan_summary(conn, shape) for shape in shapes}
+    for shape in shapes:
+        latency = measure_list_shape(shape, requests=requests, warmup=warmup)
+        list_rows.append((shape.name, latency, plans[shape.name]))
+        log(f"  list {shape.name:<48} p95 {latency.p95:7.2f} ms")
+    attention = measure_attention(org.owner, org.coach, requests=requests, warmup=warmup, log=log)
+    handler_shape = shapes[0]
+    handler_list = measure_handler_list(org, handler_shape, requests=requests, warmup=warmup)
+    detail = measure_detail(org, requests=requests, warmup=warmup)
+    handler_detail = measure_handler_detail(org, requests=requests, warmup=warmup)
+    bulk_size = min(BULK_MOVE_SIZE, ctx.scale.big_org_leads // 2)
+    log(f"  bulk move of {bulk_size:,} leads …")
+    bulk = measure_bulk_move(org, size=bulk_size, runs=3)
+    vacuum_engine = create_engine(pg8000_url(ctx.url), poolclass=NullPool)
+    try:
+        vacuum(vacuum_engine, log)  # the rolled-back moves left dead rows behind
+    finally:
+        vacuum_engine.dispose()
+    results: dict[str, Any] = {
+        "requestsPerShape": requests,
+        "targets": {"listP95Ms": LIST_P95_TARGET_MS, "bulkMoveSeconds": BULK_MOVE_TARGET_S},
+        "baseline": {"name": "bare SELECT … ORDER BY id DESC LIMIT 50", **baseline.as_dict()},
+        "list": [
+            {
+                "shape": name,
+                **latency.as_dict(),
+                "p50VsBaseline": round(latency.p50 / baseline.p50, 2),
+                "meetsTarget": latency.p95 <= LIST_P95_TARGET_MS,
+                "plan": plan,
+            }
+            for name, latency, plan in list_rows
+        ],
+        "attention": attention,
+        "listThroughHandler": {"shape": handler_shape.name, **handler_list.as_dict()},
+        "detail": detail.as_dict(),
+        "detailThroughHandler": handler_detail.as_dict(),
+        "scale": {"totalLeads": ctx.scale.total_leads, "bigOrgLeads": ctx.scale.big_org_leads},
+    }
+    if isinstance(bulk, str):
+        results["bulkMove"] = {"error": bulk}
+    else:
+        results["bulkMove"] = {
+            "requested": bulk.requested,
+            "moved": bulk.moved,
+            "skipped": bulk.skipped,
+            **summarize_seconds(bulk.seconds),
+            "meetsTarget": statistics.median(bulk.seconds) <= BULK_MOVE_TARGET_S,
+        }
+    return results
+
+
+# Every benchmark `make bench` runs, in order. Another area plugs its own in with one row, e.g.
+# Scenario("analytics", analytics.measure_analytics, analytics.report_lines) (bench/analytics.py).
+SCENARIOS: list[Scenario] = [
+    Scenario("imports", lambda ctx: imports.measure_imports(), imports.report_lines),
+    Scenario("statements", lambda ctx: statements.measure_statements(ctx.org), statements.report_lines),
+    Scenario("leads", measure_leads, lambda section: _leads_report(section)),
+    Scenario("intake", lambda ctx: intake.measure_intake(), intake.report_lines),
+    Scenario("apiLoad", lambda ctx: api_load.measure_api_load(ctx.url, ctx.org, log), api_load.report_lines),
+]
+
+
 def main() -> int:
     quick = os.environ.get("BENCH_QUICK", "") not in ("", "0")
     scale = QUICK if quick else FULL
     requests = max(200, int(os.environ.get("BENCH_REQUESTS", "200")))
-    warmup = 20
+    only = {name for name in os.environ.get("BENCH_ONLY", "").split(",") if name}
+    unknown = only - {scenario.name for scenario in SCENARIOS}
+    if unknown:
+        raise SystemExit(f"BENCH_ONLY names no scenario: {sorted(unknown)}; known: {[s.name for s in SCENARIOS]}")
     log(f"bench: scale {scale.name} ({scale.total_leads:,} leads, {scale.big_org_leads:,} in the big organization)")
     with bench_database(scale.name, log) as url:
         _point_the_product_at(url)
-        from leadcrm.db.engine import get_engine, pg8000_url
         from leadcrm.db.migrate import upgrade
 
         migrate_started = time.perf_counter()
@@ -78,73 +179,37 @@ def main() -> int:
             vacuum(seed_engine, log)
         finally:
             seed_engine.dispose()
-        org = load_big_org(seeded.big_org_id)
+        ctx = Context(url=url, org=load_big_org(seeded.big_org_id), scale=scale, requests=requests)
 
         results: dict[str, Any] = {
             "when": datetime.now(UTC).isoformat(timespec="seconds"),
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
             "scale": {"name": scale.name, "totalLeads": seeded.total_leads, "bigOrgLeads": scale.big_org_leads},
             "seed": {"seconds": round(seeded.seconds, 1), "reused": seeded.reused},
-            "requestsPerShape": requests,
-            "targets": {"listP95Ms": LIST_P95_TARGET_MS, "bulkMoveSeconds": BULK_MOVE_TARGET_S},
         }
-
-        log(f"\nmeasuring: {requests} requests per shape after {warmup} warm-up requests")
-        baseline = measure_baseline(org, requests=requests, warmup=warmup)
-        shapes = list_shapes(org)
-        list_rows: list[tuple[str, Latency, dict[str, Any]]] = []
-        with get_engine().connect() as conn:
-            plans = {shape.name: plan_summary(conn, shape) for shape in shapes}
-        for shape in shapes:
-            latency = measure_list_shape(shape, requests=requests, warmup=warmup)
-            list_rows.append((shape.name, latency, plans[shape.name]))
-            log(f"  list {shape.name:<48} p95 {latency.p95:7.2f} ms")
-        attention = measure_attention(org.owner, org.coach, requests=requests, warmup=warmup, log=log)
-        handler_shape = shapes[0]
-        handler_list = measure_handler_list(org, handler_shape, requests=requests, warmup=warmup)
-        detail = measure_detail(org, requests=requests, warmup=warmup)
-        handler_detail = measure_handler_detail(org, requests=requests, warmup=warmup)
-        bulk_size = min(BULK_MOVE_SIZE, scale.big_org_leads // 2)
-        log(f"  bulk move of {bulk_size:,} leads …")
-        bulk = measure_bulk_move(org, size=bulk_size, runs=3)
-        vacuum_engine = create_engine(pg8000_url(url), poolclass=NullPool)
-        try:
-            vacuum(vacuum_engine, log)  # the rolled-back moves left dead rows behind
-        finally:
-            vacuum_engine.dispose()
-
-        results["baseline"] = {"name": "bare SELECT … ORDER BY id DESC LIMIT 50", **baseline.as_dict()}
-        results["list"] = [
-            {
-                "shape": name,
-                **latency.as_dict(),
-                "p50VsBaseline": round(latency.p50 / baseline.p50, 2),
-                "meetsTarget": latency.p95 <= LIST_P95_TARGET_MS,
-                "plan": plan,
-            }
-            for name, latency, plan in list_rows
+        lines = [
+            f"LeadCRM bench, {results['when']}, scale {scale.name}: {seeded.total_leads:,} leads "
+            f"({scale.big_org_leads:,} in the big organization), {os.cpu_count()} CPUs; "
+            f"seed {seeded.seconds:.1f} s{' (reused)' if seeded.reused else ''}"
         ]
-        results["attention"] = attention
-        results["listThroughHandler"] = {"shape": handler_shape.name, **handler_list.as_dict()}
-        results["detail"] = detail.as_dict()
-        results["detailThroughHandler"] = handler_detail.as_dict()
-        if isinstance(bulk, str):
-            results["bulkMove"] = {"error": bulk}
-        else:
-            results["bulkMove"] = {
-                "requested": bulk.requested,
-                "moved": bulk.moved,
-                "skipped": bulk.skipped,
-                **summarize_seconds(bulk.seconds),
-                "meetsTarget": statistics.median(bulk.seconds) <= BULK_MOVE_TARGET_S,
-            }
-        _print_report(results)
-        RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-        log(f"\nwrote {RESULTS}")
+        for scenario in SCENARIOS:
+            if only and scenario.name not in only:
+                continue
+            log(f"\n== {scenario.name}")
+            started = time.perf_counter()
+            results[scenario.name] = scenario.run(ctx)
+            results[scenario.name]["seconds"] = round(time.perf_counter() - started, 1)
+            lines += scenario.report(results[scenario.name])
+        table = "\n".join(lines)
+        log("\n" + table)
+        RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        heading = f"# Bench results\n\n`make bench` of {results['when']} (bench/results.json has every figure).\n"
+        RESULTS_TABLE.write_text(f"{heading}\n```\n{table}\n```\n")
+        log(f"\nwrote {RESULTS} and {RESULTS_TABLE}")
     return 0
 
 
-def _print_report(results: dict[str, Any]) -> None:
+def _leads_report(results: dict[str, Any]) -> list[str]:
     base = results["baseline"]
     lines = [
         "",
@@ -183,8 +248,7 @@ def _print_report(results: dict[str, Any]) -> None:
         )
     if "attention" in results:
         lines += report_lines(results["attention"])
-    lines.append(f"seed: {results['seed']['seconds']:.1f} s{' (reused)' if results['seed']['reused'] else ''}")
-    log("\n".join(lines))
+    return lines
 
 
 if __name__ == "__main__":

@@ -14,7 +14,11 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+    ResponseValidationError,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api.http import error_response, json_response
@@ -83,11 +87,21 @@ for area in (
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
+def unsupported_media_type() -> Response:
+    return json_response(
+        415, {"error": {"code": "UNSUPPORTED_MEDIA_TYPE", "message": "Send the body as application/json."}}
+    )
+
+
 def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
     """Every body we accept is a JSON object. The resolver would otherwise take the first element of an
     array as the body (a silent partial create), so anything else is refused before validation."""
     event = app.current_event
-    if event.http_method in BODY_METHODS and event.body and "json" in (event.headers.get("content-type") or "json"):
+    content_type = event.headers.get("content-type") or "application/json"
+    if event.http_method in BODY_METHODS and event.body and "json" not in content_type:
+        # Form and multipart bodies would be parsed as forms by the validator: we take JSON only.
+        return unsupported_media_type()
+    if event.http_method in BODY_METHODS and event.body:
         try:
             body = event.json_body
         except ValueError:
@@ -103,10 +117,58 @@ def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddle
 app.use(middlewares=[require_object_body])
 
 
+# Every error is `{"error": {"code", "message", …}}` (leadcrm.errors); validation failures are our 400, never
+# the resolver's own 422 body, and any route may answer these (bad input, no token, a gate, an unknown id,
+# a conflict, a reused Idempotency-Key, our own failure).
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+        }
+    },
+}
+ERROR_RESPONSES = {
+    400: "Bad input (VALIDATION_FAILED, MALFORMED_JSON, …)",
+    401: "No valid bearer token",
+    403: "Not a member, not staff, not owner/admin, or the feature is off",
+    404: "No such entity in this organization, or no such route",
+    409: "Conflicts with the current state",
+    415: "The body is not JSON (Content-Type)",
+    422: "Refused as it stands (e.g. IDEMPOTENCY_KEY_REUSED)",
+    500: "Our failure",
+}
+
+
+def _document_errors(document: dict[str, Any]) -> dict[str, Any]:
+    """Every operation lists the error statuses it can answer, with our error shape."""
+    document.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    error_content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            for status, ours in ERROR_RESPONSES.items():
+                # a route's own description of 404/409/429 names its codes; 422 and 500 are the resolver's
+                declared = responses.get(str(status), {}).get("description") if status not in (422, 500) else None
+                responses[str(status)] = {"description": declared or ours}
+            for status, response in responses.items():
+                if status.startswith(("4", "5")):
+                    response["content"] = error_content
+            if "204" in responses:  # no body at all, so no media type either
+                responses["204"].pop("content", None)
+    schemas = document["components"]["schemas"]
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    return document
+
+
 @cache
 def openapi_schema() -> dict[str, Any]:
     """The OpenAPI document, built once per container from the routes' types."""
-    return json.loads(app.get_openapi_json_schema(title="LeadCRM API", version="0.1.0"))
+    return _document_errors(json.loads(app.get_openapi_json_schema(title="LeadCRM API", version="0.1.0")))
 
 
 @app.get("/openapi.json", include_in_schema=False)
@@ -130,6 +192,11 @@ def handle_validation_error(error: RequestValidationError) -> Response:
     return json_response(
         400, {"error": {"code": "VALIDATION_FAILED", "message": "The request is not valid.", "details": details}}
     )
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def handle_unsupported_content_type(error: RequestUnsupportedContentType) -> Response:
+    return unsupported_media_type()
 
 
 @app.exception_handler(ResponseValidationError)

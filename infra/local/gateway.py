@@ -100,10 +100,17 @@ def make_server(port: int, dispatch: Route) -> ThreadingHTTPServer:
                     self.send_header(name, value)
             self.send_header("content-length", str(len(payload)))
             self.end_headers()
-            self.wfile.write(payload)
+            if self.command != "HEAD":  # a HEAD answer has the headers of a GET and no body
+                self.wfile.write(payload)
             self.log_message('"%s %s" %s %.1fms', self.command, parts.path, status, (time.monotonic() - started) * 1000)
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = _serve
+
+        def __getattr__(self, name: str) -> Any:
+            # API Gateway takes any method (HEAD, TRACE, QUERY, …); one without a route is the function's 404
+            if name.startswith("do_"):
+                return self._serve
+            raise AttributeError(name)
 
         def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
             pass  # _serve logs one line per request, with its duration

@@ -30,7 +30,7 @@ from leadcrm.services.touches import Touch, clear_lead_follow_up, log_touch, set
 
 router = APIGatewayHttpRouter()
 
-LEAD_RESPONSES = {404: {"description": "LEAD_NOT_FOUND"}}
+LEAD_RESPONSES = {200: {"description": "The lead, with its follow-up"}, 404: {"description": "LEAD_NOT_FOUND"}}
 
 
 @router.put(

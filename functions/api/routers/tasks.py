@@ -43,7 +43,11 @@ from leadcrm.services.tasks import (
 
 router = APIGatewayHttpRouter()
 
-TASK_RESPONSES = {404: {"description": "TASK_NOT_FOUND"}, 409: {"description": "TASK_CLOSED"}}
+TASK_RESPONSES = {
+    200: {"description": "The task"},
+    404: {"description": "TASK_NOT_FOUND"},
+    409: {"description": "TASK_CLOSED"},
+}
 
 
 @router.get("/organizations/<orgId>/tasks", tags=["Tasks"], summary="List tasks (staff)")
@@ -67,7 +71,11 @@ def index(
     "/organizations/<orgId>/tasks",
     tags=["Tasks"],
     summary="Create a task (staff)",
-    responses={400: {"description": "ASSIGNEE_NOT_STAFF"}, 404: {"description": "LEAD_NOT_FOUND"}},
+    responses={
+        201: {"description": "The task"},
+        400: {"description": "ASSIGNEE_NOT_STAFF"},
+        404: {"description": "LEAD_NOT_FOUND"},
+    },
 )
 def create(orgId: str, body: Annotated[CreateTaskBody, Body()]) -> Response[CreateTaskEnvelope]:
     new = NewTask(
