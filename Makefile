@@ -8,7 +8,7 @@ export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/core/python:$(CURDIR)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test test-unit test-integration test-infra test-e2e lint openapi synth layer migrate clean
+.PHONY: install dev test test-unit test-integration test-infra test-e2e test-reliability lint openapi synth layer migrate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +38,11 @@ test-infra: install
 
 test-e2e: install
 	$(BIN)/python -m pytest -q tests/e2e
+
+# Authorization matrix, replays and races, faults, and schemathesis fuzzing of every operation over the
+# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each).
+test-reliability: install
+	$(BIN)/python -m pytest -q tests/reliability
 
 lint: install
 	$(BIN)/ruff check .
@@ -72,5 +77,5 @@ clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache
 
 .PHONY: bench
-bench: install  ## seeds its own PostgreSQL once (1M leads; BENCH_QUICK=1: 100k) and measures lists, detail, bulk move
+bench: install  ## seeds its own PostgreSQL once (1M leads; BENCH_QUICK=1: 100k), runs every scenario, writes bench/results.json + RESULTS.md
 	$(BIN)/python -m bench

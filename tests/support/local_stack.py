@@ -10,9 +10,11 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,6 +127,10 @@ def local_stack(local_stack_database: str, tmp_path_factory: pytest.TempPathFact
     if base_url is None or process.poll() is not None:
         process.kill()
         pytest.fail("the local stack did not start:\n" + "".join(seen))
+    # Keep reading its output (the last lines are kept for a failing test's report): a pipe nobody reads
+    # fills up, and the stack then blocks on its next log line, mid-request.
+    tail: deque[str] = deque(seen[-200:], maxlen=200)
+    threading.Thread(target=lambda: tail.extend(process.stdout), name="local-stack-output", daemon=True).start()
     try:
         yield LocalStackClient(base_url)
     finally:
