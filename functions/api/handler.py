@@ -14,11 +14,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.event_handler.openapi.exceptions import (
-    RequestUnsupportedContentType,
-    RequestValidationError,
-    ResponseValidationError,
-)
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api.http import error_response, json_response
@@ -87,21 +83,23 @@ for area in (
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
-def unsupported_media_type() -> Response:
-    return json_response(
-        415, {"error": {"code": "UNSUPPORTED_MEDIA_TYPE", "message": "Send the body as application/json."}}
-    )
+UNSUPPORTED_MEDIA_TYPE = {"error": {"code": "UNSUPPORTED_MEDIA_TYPE", "message": "Send the body as application/json."}}
+
+
+def _not_json(event: dict[str, Any]) -> bool:
+    """A body sent as anything but JSON. The resolver's validator would parse a form or a multipart body
+    (and fail with a 500 on a malformed one) before any middleware runs, so it is refused before resolving."""
+    method = (event.get("requestContext", {}).get("http", {}).get("method") or "").upper()
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    content_type = headers.get("content-type") or "application/json"
+    return method in BODY_METHODS and bool(event.get("body")) and "json" not in content_type.lower()
 
 
 def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
     """Every body we accept is a JSON object. The resolver would otherwise take the first element of an
     array as the body (a silent partial create), so anything else is refused before validation."""
     event = app.current_event
-    content_type = event.headers.get("content-type") or "application/json"
-    if event.http_method in BODY_METHODS and event.body and "json" not in content_type:
-        # Form and multipart bodies would be parsed as forms by the validator: we take JSON only.
-        return unsupported_media_type()
-    if event.http_method in BODY_METHODS and event.body:
+    if event.http_method in BODY_METHODS and event.body and "json" in (event.headers.get("content-type") or "json"):
         try:
             body = event.json_body
         except ValueError:
@@ -194,11 +192,6 @@ def handle_validation_error(error: RequestValidationError) -> Response:
     )
 
 
-@app.exception_handler(RequestUnsupportedContentType)
-def handle_unsupported_content_type(error: RequestUnsupportedContentType) -> Response:
-    return unsupported_media_type()
-
-
 @app.exception_handler(ResponseValidationError)
 def handle_response_validation_error(error: ResponseValidationError) -> Response:
     logger.error("response broke its schema", extra={"errors": str(error.errors())[:2000]})
@@ -218,4 +211,11 @@ def handle_unexpected(error: Exception) -> Response:
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    if _not_json(event):
+        return {
+            "statusCode": 415,
+            "headers": {"Content-Type": "application/json"},
+            "body": json.dumps(UNSUPPORTED_MEDIA_TYPE),
+            "isBase64Encoded": False,
+        }
     return app.resolve(event, context)

@@ -1,0 +1,51 @@
+"""What the fuzzing found, pinned: the document lists every answer a route gives, in our error shape, and a
+body that is not JSON is a 415 before anything parses it (a malformed multipart body was a 500)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.reliability.route_table import ROUTES
+from tests.support.api import invoke
+from tests.support.events import http_api_event
+from tests.support.reliability_helpers import make_world
+
+BODY_ROUTES = sorted(key for key in ROUTES if key.split(" ", 1)[0] in ("POST", "PUT", "PATCH"))
+
+
+@pytest.fixture(scope="module")
+def world():
+    return make_world()
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "multipart/form-data", "application/x-www-form-urlencoded"])
+@pytest.mark.parametrize("key", BODY_ROUTES)
+def test_a_body_that_is_not_json_is_refused_with_415(key, content_type, world):
+    method, template = key.split(" ", 1)
+    path = template.replace("{orgId}", str(world.id)).replace("{", "").replace("}", "")
+    event = http_api_event(method, path, sub=world.owner, body='{"name": "x"}', headers={"content-type": content_type})
+    response = invoke(event)
+    assert (response.status, response.error_code) == (415, "UNSUPPORTED_MEDIA_TYPE")
+
+
+def test_every_operation_documents_our_error_shape_for_every_error_status():
+    from api.handler import openapi_schema
+
+    for path, operations in openapi_schema()["paths"].items():
+        for method, operation in operations.items():
+            responses = operation["responses"]
+            assert {"400", "401", "403", "404", "415", "422", "500"} <= set(responses), (method, path)
+            for status, response in responses.items():
+                if status.startswith(("4", "5")):
+                    schema = response["content"]["application/json"]["schema"]
+                    assert schema == {"$ref": "#/components/schemas/Error"}, (method, path, status)
+
+
+def test_every_operation_documents_a_success_status_and_a_204_has_no_body():
+    from api.handler import openapi_schema
+
+    for path, operations in openapi_schema()["paths"].items():
+        for method, operation in operations.items():
+            successes = [s for s in operation["responses"] if s.startswith("2")]
+            assert successes, (method, path)
+            assert "content" not in operation["responses"].get("204", {}), (method, path)
