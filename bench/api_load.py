@@ -16,9 +16,6 @@ import http.client
 import json
 import os
 import random
-import re
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -38,41 +35,13 @@ REQUESTS_PER_CLIENT = 40
 
 @contextmanager
 def local_stack(database_url: str) -> Iterator[str]:
-    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
-    env.pop("AWS_ENDPOINT_URL", None)
-    with tempfile.TemporaryDirectory(prefix="bench-stack-") as data_dir:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "infra.local", "--port", "0", "--quiet", "--data-dir", data_dir],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        base_url = None
-        deadline = time.monotonic() + 120
-        assert process.stdout is not None
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line and process.poll() is not None:
-                break
-            found = re.search(r"local stack on (http://127\.0\.0\.1:\d+)", line)
-            base_url = base_url or (found.group(1) if found else None)
-            if line.strip() == "READY":
-                break
-        if base_url is None:
-            process.kill()
-            raise RuntimeError("the local stack did not start")
-        # keep draining its output so it never blocks on a full pipe
-        threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()  # type: ignore[union-attr]
-        try:
-            yield base_url
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    from tests.support.local_stack import running_local_stack
+
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-stack-") as data_dir,
+        running_local_stack(database_url, Path(data_dir)) as base_url,
+    ):
+        yield base_url
 
 
 class Client:

@@ -6,6 +6,7 @@ and serves the OpenAPI document.
 
 from __future__ import annotations
 
+import base64
 import json
 from functools import cache
 from typing import Any
@@ -84,15 +85,25 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
 UNSUPPORTED_MEDIA_TYPE = {"error": {"code": "UNSUPPORTED_MEDIA_TYPE", "message": "Send the body as application/json."}}
+NOT_UTF8 = {"error": {"code": "MALFORMED_JSON", "message": "The body is not valid JSON (UTF-8)."}}
 
 
-def _not_json(event: dict[str, Any]) -> bool:
-    """A body sent as anything but JSON. The resolver's validator would parse a form or a multipart body
-    (and fail with a 500 on a malformed one) before any middleware runs, so it is refused before resolving."""
+def _refused_before_resolving(event: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """Bodies the resolver's validator cannot take: it would parse a form or a multipart body (and fail with
+    a 500 on a malformed one), and fail with a 500 on bytes that are not UTF-8, before any middleware runs."""
     method = (event.get("requestContext", {}).get("http", {}).get("method") or "").upper()
+    body = event.get("body")
+    if method not in BODY_METHODS or not body:
+        return None
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
-    content_type = headers.get("content-type") or "application/json"
-    return method in BODY_METHODS and bool(event.get("body")) and "json" not in content_type.lower()
+    if "json" not in (headers.get("content-type") or "application/json").lower():
+        return 415, UNSUPPORTED_MEDIA_TYPE
+    if event.get("isBase64Encoded"):
+        try:
+            base64.b64decode(body).decode("utf-8")
+        except ValueError:  # binascii.Error and UnicodeDecodeError are both ValueErrors
+            return 400, NOT_UTF8
+    return None
 
 
 def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
@@ -211,11 +222,13 @@ def handle_unexpected(error: Exception) -> Response:
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    if _not_json(event):
+    refused = _refused_before_resolving(event)
+    if refused is not None:
+        status, body = refused
         return {
-            "statusCode": 415,
+            "statusCode": status,
             "headers": {"Content-Type": "application/json"},
-            "body": json.dumps(UNSUPPORTED_MEDIA_TYPE),
+            "body": json.dumps(body),
             "isBase64Encoded": False,
         }
     return app.resolve(event, context)

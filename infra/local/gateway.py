@@ -38,6 +38,11 @@ def http_api_event(
         query[name] = f"{query[name]},{value}" if name in query else value
     content_type = lowered.get("content-type", "")
     is_text = not body or content_type.startswith(TEXT_TYPES)
+    if is_text and body:
+        try:
+            body.decode()
+        except UnicodeDecodeError:  # bytes that are not text travel base64-encoded, whatever they claim
+            is_text = False
     now = datetime.now(UTC)
     context: dict[str, Any] = {
         "accountId": ACCOUNT,

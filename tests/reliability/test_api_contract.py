@@ -49,3 +49,12 @@ def test_every_operation_documents_a_success_status_and_a_204_has_no_body():
             successes = [s for s in operation["responses"] if s.startswith("2")]
             assert successes, (method, path)
             assert "content" not in operation["responses"].get("204", {}), (method, path)
+
+
+@pytest.mark.parametrize("key", BODY_ROUTES)
+def test_a_json_body_that_is_not_utf8_is_a_400_malformed_json(key, world):
+    method, template = key.split(" ", 1)
+    path = template.replace("{orgId}", str(world.id)).replace("{", "").replace("}", "")
+    event = http_api_event(method, path, sub=world.owner, body=b"\xe0\x81J\xceG", is_base64=True)
+    response = invoke(event)
+    assert (response.status, response.error_code) == (400, "MALFORMED_JSON")

@@ -191,16 +191,7 @@ def test_each_function_reconnects_after_the_database_restarted_between_two_invoc
     world = make_world()
     lead_id = world.lead()
     lead_path = f"/organizations/{world.id}/leads/{lead_id}"
-    created = eventbridge_envelope(
-        "lead.created",
-        {
-            "eventId": str(uuid.uuid4()),
-            "type": "lead.created",
-            "organizationId": str(world.id),
-            "aggregateId": lead_id,
-            "payload": {"leadId": lead_id, "source": "manual"},
-        },
-    )
+    created = _lead_created_envelope(world, lead_id)
     message = {"MessageId": str(uuid.uuid4()), "ReceiptHandle": "r", "Body": json.dumps(created), "MD5OfBody": "x"}
     record = sqs_record_from_message(message, queue_name="leadcrm-task-lifecycle")
     assert call_api("GET", lead_path, sub=world.owner).status == 200

@@ -2,7 +2,6 @@
 small HTTP client for it. The fixtures are registered by tests/conftest.py, so the e2e and the reliability
 suites share one running stack."""
 
-
 from __future__ import annotations
 
 import json
@@ -16,6 +15,7 @@ import urllib.error
 import urllib.request
 from collections import deque
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,21 +91,17 @@ def local_stack_database(database_url: str) -> Iterator[str]:
     drop_database(database_url, name)
 
 
-@pytest.fixture(scope="session")
-def local_stack(local_stack_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackClient]:
-    env = {**os.environ, "DATABASE_URL": local_stack_database, "PYTHONUNBUFFERED": "1"}
+class LocalStackDidNotStart(RuntimeError):
+    pass
+
+
+@contextmanager
+def running_local_stack(database_url: str, data_dir: Path) -> Iterator[str]:
+    """`python -m infra.local` on `database_url` (port chosen by the stack); yields its base URL, stops it after."""
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
     env.pop("AWS_ENDPOINT_URL", None)
     process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "infra.local",
-            "--port",
-            "0",
-            "--quiet",
-            "--data-dir",
-            str(tmp_path_factory.mktemp("local-stack")),
-        ],
+        [sys.executable, "-m", "infra.local", "--port", "0", "--quiet", "--data-dir", str(data_dir)],
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
@@ -126,16 +122,25 @@ def local_stack(local_stack_database: str, tmp_path_factory: pytest.TempPathFact
             break
     if base_url is None or process.poll() is not None:
         process.kill()
-        pytest.fail("the local stack did not start:\n" + "".join(seen))
+        raise LocalStackDidNotStart("the local stack did not start:\n" + "".join(seen))
     # Keep reading its output (the last lines are kept for a failing test's report): a pipe nobody reads
     # fills up, and the stack then blocks on its next log line, mid-request.
     tail: deque[str] = deque(seen[-200:], maxlen=200)
     threading.Thread(target=lambda: tail.extend(process.stdout), name="local-stack-output", daemon=True).start()
     try:
-        yield LocalStackClient(base_url)
+        yield base_url
     finally:
         process.terminate()
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def local_stack(local_stack_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackClient]:
+    try:
+        with running_local_stack(local_stack_database, tmp_path_factory.mktemp("local-stack")) as base_url:
+            yield LocalStackClient(base_url)
+    except LocalStackDidNotStart as error:
+        pytest.fail(str(error))
