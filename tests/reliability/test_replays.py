@@ -302,6 +302,7 @@ ENTRIES = [
     Entry("task_lifecycle: lead.status_changed to lost", _lead_lost),
     Entry("task_lifecycle: lead.returned", _lead_returned),
     Entry("task_lifecycle: minisite_event.published", _minisite_event("minisite_event.published")),
+    Entry("task_lifecycle: minisite_event.updated", _minisite_event("minisite_event.updated")),
     Entry("task_lifecycle: minisite_event.archived", _minisite_event("minisite_event.archived")),
     Entry("task_lifecycle: membership.self_signup", _self_signup),
     Entry("task_lifecycle: entitlement.activated", _entitlement_activated),
@@ -350,3 +351,10 @@ def test_a_meta_notification_delivered_three_times_is_accepted_and_consumed_each
     body = {"object": "page", "entry": [{"id": "1", "changes": [{"field": "leadgen", "value": {"leadgen_id": "7"}}]}]}
     deliver = meta_delivery(ingestion_queue, body)
     assert [deliver() for _ in range(IN_A_ROW)] == [1] * IN_A_ROW
+
+
+def test_every_event_task_lifecycle_handles_has_a_replay_row():
+    from leadcrm.services.lifecycle import _HANDLERS
+
+    rows = {entry.name.removeprefix("task_lifecycle: ").split(" ")[0] for entry in ENTRIES}
+    assert set(_HANDLERS) - rows == set(), "task_lifecycle consumers without a row in ENTRIES"
