@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import uuid
 from datetime import date, datetime, time
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PlainSerializer, WithJsonSchema, model_validator
 
 from api.schemas import CamelModel, OutModel
 from leadcrm.services.tasks import TaskType
@@ -67,6 +67,21 @@ class TaskLead(OutModel):
     phone: str | None
 
 
+# A task's due time is a wall-clock time in the organization's zone, stored without an offset: written as
+# such ("14:30:00"), not as an RFC 3339 time, which requires an offset (the fuzzing caught the mismatch).
+WallClockTime = Annotated[
+    time,
+    PlainSerializer(lambda value: value.replace(tzinfo=None).isoformat(), return_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": r"^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?$",
+            "description": "Local wall-clock time in the organization's time zone, no offset",
+        }
+    ),
+]
+
+
 class Task(OutModel):
     id: uuid.UUID
     organization_id: uuid.UUID
@@ -77,7 +92,7 @@ class Task(OutModel):
     priority: str
     source: str
     due_date: date | None
-    due_time: time | None
+    due_time: WallClockTime | None
     assignee_user_id: uuid.UUID | None
     linked_lead_id: uuid.UUID | None
     lead: TaskLead | None
