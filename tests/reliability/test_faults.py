@@ -51,11 +51,22 @@ def _activities(lead_id: str, kind: str) -> int:
         ).scalar_one()
 
 
-def _drain(queue: Queue, handler: Callable[[dict[str, Any]], dict[str, Any]], *, max_rounds: int = 20) -> int:
-    """What Lambda's event source mapping does: receive a batch, invoke, delete what did not fail; a failed
-    message comes back after its visibility timeout (0 here). Returns the invocations made."""
-    from infra.local.pollers import sqs_event
+class _OneFunction:
+    """What the local stack's poller invokes (LocalLambdas), for one handler."""
 
+    def __init__(self, handler: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self.handler = handler
+
+    def invoke(self, name: str, event: dict[str, Any]) -> dict[str, Any]:
+        return self.handler(event)
+
+
+def _drain(queue: Queue, handler: Callable[[dict[str, Any]], dict[str, Any]], *, max_rounds: int = 20) -> int:
+    """Lambda's event source mapping, as the local stack's poller does it: receive a batch, invoke, delete what
+    did not fail; a failed message comes back after its visibility timeout (0 here). Returns the rounds."""
+    from infra.local.pollers import QueuePoller
+
+    poller = QueuePoller(_OneFunction(handler), "consumer", queue.url)  # type: ignore[arg-type]
     sqs = aws_client("sqs")
     for rounds in range(max_rounds):
         received = sqs.receive_message(
@@ -63,16 +74,7 @@ def _drain(queue: Queue, handler: Callable[[dict[str, Any]], dict[str, Any]], *,
         ).get("Messages", [])
         if not received:
             return rounds
-        try:
-            failed = {f["itemIdentifier"] for f in handler(sqs_event(queue.arn, received))["batchItemFailures"]}
-        except Exception:  # the whole batch failed: every message comes back
-            continue
-        done = [m for m in received if m["MessageId"] not in failed]
-        if done:
-            sqs.delete_message_batch(
-                QueueUrl=queue.url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
-            )
+        poller._deliver(sqs, received)
     raise AssertionError(f"{queue.name} still had messages after {max_rounds} receives")
 
 
