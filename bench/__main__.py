@@ -206,6 +206,9 @@ def main() -> int:
         heading = f"# Bench results\n\n`make bench` of {results['when']} (bench/results.json has every figure).\n"
         RESULTS_TABLE.write_text(f"{heading}\n```\n{table}\n```\n")
         log(f"\nwrote {RESULTS} and {RESULTS_TABLE}")
+    if results.get("apiLoad", {}).get("zeroServerErrors") is False:
+        log("the API answered 5xx under load: see the apiLoad statuses")
+        return 1
     return 0
 
 
