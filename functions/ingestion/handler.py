@@ -49,7 +49,11 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     return summary
 
 
-@processors.metrics.log_metrics
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    try:
+        return process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+    finally:
+        processors.flush_metrics()

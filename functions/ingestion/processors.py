@@ -49,3 +49,9 @@ def count(result: Ingested) -> None:
         logger.warning("webhook event dropped", extra=result.log_fields())
     else:
         logger.info("webhook event ingested", extra=result.log_fields())
+
+
+def flush_metrics() -> None:
+    """Publish what this invocation counted (EMF on stdout); a batch that counted nothing publishes nothing."""
+    if metrics.metric_set:
+        metrics.flush_metrics()

@@ -282,3 +282,50 @@ def wide_pool(monkeypatch: Any, size: int = 12) -> Iterator[None]:
         dispose_engine()
         monkeypatch.delenv("DB_POOL_SIZE")
         get_settings.cache_clear()
+
+
+# --- CSV import ----------------------------------------------------------------------------------------
+
+IMPORTS_BUCKET = "leadcrm-lead-imports-test"
+
+
+def make_imports_bucket(monkeypatch: Any) -> str:
+    from tests.support.aws import REGION, aws_client
+
+    aws_client("s3").create_bucket(Bucket=IMPORTS_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    monkeypatch.setenv("LEAD_IMPORTS_BUCKET", IMPORTS_BUCKET)
+    return IMPORTS_BUCKET
+
+
+def imports_path(caller: Any, suffix: str = "") -> str:
+    return f"/organizations/{caller.org_id}/leads/import{suffix}"
+
+
+def csv_text(header: list[str], *rows: list[str]) -> bytes:
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue().encode()
+
+
+def upload(new_import: dict[str, Any], content: bytes) -> None:
+    """PUT the file to the presigned URL the API gave, as the dashboard does (moto answers it)."""
+    import requests
+
+    upload_spec = new_import["upload"]
+    response = requests.request(upload_spec["method"], upload_spec["url"], data=content, headers=upload_spec["headers"])
+    assert response.status_code == 200, response.text
+
+
+def run_queued_imports(queue: Any) -> dict[str, Any]:
+    """Hand what the ingestion queue holds to the ingestion function, as its event source mapping would."""
+    from ingestion.handler import lambda_handler
+    from tests.support.events import sqs_record_from_message
+
+    records = [sqs_record_from_message(m, queue_name=queue.name) for m in queue.receive_all()]
+    assert records, "nothing was queued"
+    return lambda_handler(sqs_event(*records), lambda_context("leadcrm-ingestion"))

@@ -297,6 +297,11 @@ def run_import(
     except csv.Error:
         _fail(job_id, worker, "INVALID_CSV", f"The file is not valid CSV after row {position}.")
         return RunResult.FAILED
+    except BaseException:
+        # The retry of this message may take the job at once (a run killed outright keeps the lease until it
+        # lapses, which is shorter than the queue's visibility timeout). Committed chunks stay committed.
+        _release(job_id, worker)
+        raise
     _complete(job_id, worker, claim)
     return RunResult.COMPLETED
 
