@@ -8,8 +8,13 @@ tests serve the same registry from a server of their own.
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 # Graph's own error shapes: code 190 for a bad token, 100 for an id that is not an object it can read.
 NO_TOKEN = {"error": {"message": "An access token is required.", "type": "OAuthException", "code": 190}}
@@ -44,3 +49,32 @@ class LocalGraph:
         if lead is None:
             return 400, NO_SUCH_LEAD
         return 200, lead
+
+
+@contextmanager
+def serve(graph: LocalGraph) -> Iterator[str]:
+    """Serves `graph` on 127.0.0.1 as the Graph API (outside the local stack); yields a META_GRAPH_BASE_URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            leadgen_id = urlsplit(self.path).path.rsplit("/", 1)[-1]
+            status, body = graph.read(leadgen_id, self.headers.get("authorization"))
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v21.0"
+    finally:
+        server.shutdown()
+        server.server_close()

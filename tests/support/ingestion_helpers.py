@@ -1,54 +1,21 @@
-"""Helpers for the ingestion tests: a Graph stand-in over real HTTP, connections, deliveries and reads."""
+"""Helpers for the ingestion tests: the Graph stand-in (served over real HTTP), connections, deliveries, reads."""
 
 from __future__ import annotations
 
 import json
-import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import func, select
 
-from infra.local.graph import LocalGraph
+from infra.local.graph import serve as graph_server  # noqa: F401  (re-exported for the tests)
 from leadcrm.db.engine import get_engine
 from leadcrm.db.tables import lead_receipts, leads, tasks
 from leadcrm.db.tables_ingestion import ingested_events, integration_connections, lead_attributions
 from tests.support.api import call_api
 from tests.support.events import lambda_context, sqs_event, sqs_record
-
-
-@contextmanager
-def graph_server(graph: LocalGraph) -> Iterator[str]:
-    """Serves `graph` on 127.0.0.1 as the Graph API; yields the base URL for META_GRAPH_BASE_URL."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            leadgen_id = urlsplit(self.path).path.rsplit("/", 1)[-1]
-            status, body = graph.read(leadgen_id, self.headers.get("authorization"))
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v21.0"
-    finally:
-        server.shutdown()
-        server.server_close()
-
 
 # --- connections ---------------------------------------------------------------------------------------
 
