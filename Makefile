@@ -75,6 +75,9 @@ redrive: install  ## moves the messages of a DLQ back to its queue in AWS (QUEUE
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache
 
-.PHONY: bench
+.PHONY: bench bench-ingestion
+bench-ingestion: install  ## Meta leads through the ingestion handler and a CSV import vs raw INSERTs (BENCH_META_LEADS, BENCH_CSV_ROWS)
+	$(BIN)/python -m bench.ingestion
+
 bench: install  ## seeds its own PostgreSQL once (1M leads; BENCH_QUICK=1: 100k) and measures lists, detail, bulk move
 	$(BIN)/python -m bench

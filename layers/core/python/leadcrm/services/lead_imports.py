@@ -47,6 +47,7 @@ from leadcrm.domain.lead_import import (
 )
 from leadcrm.errors import Conflict, NotFound, Unprocessable
 from leadcrm.ids import uuid7
+from leadcrm.services.dedup import CANDIDATE_LIMIT
 from leadcrm.services.keyset import decode_keyset, encode_keyset
 from leadcrm.services.pipelines import default_new_stage
 
@@ -432,16 +433,27 @@ def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[Im
     phone_keys = sorted({key for row in rows if (key := phone_lookup_key(row.phone)) is not None})
     if not emails and not phone_keys:
         return people
+    # One index probe per key, whatever the statistics say: for an organization they do not know yet (its
+    # first import), the planner would rather walk all its leads and test each against both arrays (180 ms
+    # per chunk instead of a few, measured). LATERAL with a LIMIT (dedup's candidate bound) cannot be
+    # flattened into such a join. Sorted oldest first here: dedup resolves to the oldest lead.
     found = conn.execute(
         text(
-            "SELECT id, email, phone FROM leads WHERE organization_id = :org AND ("
-            "lower(email) = ANY(ARRAY(SELECT jsonb_array_elements_text(CAST(:emails AS jsonb)))) OR "
-            "right(phone_digits, 7) = ANY(ARRAY(SELECT jsonb_array_elements_text(CAST(:phones AS jsonb)))))"
-            " ORDER BY created_at, id"
+            "SELECT m.* FROM jsonb_array_elements_text(CAST(:emails AS jsonb)) AS k(v) CROSS JOIN LATERAL ("
+            "SELECT id, email, phone, created_at FROM leads WHERE organization_id = :org AND lower(email) = k.v "
+            "LIMIT :bound) AS m UNION "
+            "SELECT m.* FROM jsonb_array_elements_text(CAST(:phones AS jsonb)) AS k(v) CROSS JOIN LATERAL ("
+            "SELECT id, email, phone, created_at FROM leads WHERE organization_id = :org "
+            "AND right(phone_digits, 7) = k.v LIMIT :bound) AS m"
         ),
-        {"org": organization_id, "emails": json.dumps(emails), "phones": json.dumps(phone_keys)},
+        {
+            "org": organization_id,
+            "emails": json.dumps(emails),
+            "phones": json.dumps(phone_keys),
+            "bound": CANDIDATE_LIMIT,
+        },
     )
-    for lead in found:
+    for lead in sorted(found, key=lambda row: (row.created_at, row.id)):
         people.add(lead.id, lead.email, lead.phone)
     return people
 
