@@ -13,6 +13,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
+from leadcrm.adapters.meta_graph import GraphError
 from leadcrm.domain.ingestion import leadgen_changes, whatsapp_messages
 from leadcrm.services.lead_imports import run_import
 from leadcrm.services.webhook_leads import DROPPED, Ingested, ingest_leadgen, ingest_whatsapp_message
@@ -24,7 +25,20 @@ metrics = Metrics(namespace="LeadCRM", service="leadcrm")
 def meta_leadgen(body: dict[str, Any], context: Any) -> None:
     """G6: every leadgen change of a page webhook (Meta batches them)."""
     for change in leadgen_changes(body.get("payload") or {}):
-        count(ingest_leadgen(change))
+        try:
+            result = ingest_leadgen(change)
+        except GraphError as error:  # retried, then parked in the DLQ: say why, in ids and Graph's codes
+            logger.warning(
+                "Graph could not give the lead",
+                extra={
+                    "leadgenId": change.leadgen_id,
+                    "pageId": change.page_id,
+                    "status": error.status,
+                    "code": error.code,
+                },
+            )
+            raise
+        count(result)
 
 
 def whatsapp(body: dict[str, Any], context: Any) -> None:

@@ -197,6 +197,16 @@ def test_a_file_that_is_not_utf8_fails_the_job(staff, ingestion_queue):
     assert (job["status"], job["errorCode"]) == ("failed", "INVALID_ENCODING")
 
 
+def test_a_job_whose_file_is_gone_fails_with_a_clear_error(staff, ingestion_queue):
+    from tests.support.aws import aws_client
+    from tests.support.ingestion_helpers import IMPORTS_BUCKET
+
+    job_id = _queued_job(staff, _people(3))
+    aws_client("s3").delete_object(Bucket=IMPORTS_BUCKET, Key=f"imports/{staff.org_id}/{job_id}.csv")
+    assert run_queued_imports(ingestion_queue) == {"batchItemFailures": []}
+    assert (_job(staff, str(job_id))["status"], _job(staff, str(job_id))["errorCode"]) == ("failed", "FILE_MISSING")
+
+
 def test_an_empty_file_fails_the_job(staff, ingestion_queue):
     job = _import(staff, b"", queue=ingestion_queue)
     assert (job["status"], job["errorCode"]) == ("failed", "EMPTY_FILE")

@@ -44,8 +44,13 @@ def uploaded_size(key: str) -> int | None:
 
 
 def iter_chunks(key: str) -> Iterator[bytes]:
-    """The file's bytes as S3 streams them, READ_CHUNK_BYTES at a time."""
-    body = client("s3").get_object(Bucket=bucket(), Key=key)["Body"]
+    """The file's bytes as S3 streams them, READ_CHUNK_BYTES at a time. FileNotFoundError when it is gone
+    (expired by the bucket's lifecycle, or never uploaded)."""
+    s3 = client("s3")
+    try:
+        body = s3.get_object(Bucket=bucket(), Key=key)["Body"]
+    except s3.exceptions.NoSuchKey:
+        raise FileNotFoundError(key) from None
     try:
         yield from body.iter_chunks(READ_CHUNK_BYTES)
     finally:

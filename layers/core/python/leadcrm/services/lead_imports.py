@@ -298,6 +298,9 @@ def run_import(
     except csv.Error:
         _fail(job_id, worker, "INVALID_CSV", f"The file is not valid CSV after row {position}.")
         return RunResult.FAILED
+    except FileNotFoundError:
+        _fail(job_id, worker, "FILE_MISSING", "The uploaded file is gone (files are kept for 7 days).")
+        return RunResult.FAILED
     except BaseException:
         # The retry of this message may take the job at once (a run killed outright keeps the lease until it
         # lapses, which is shorter than the queue's visibility timeout). Committed chunks stay committed.
