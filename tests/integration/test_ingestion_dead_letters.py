@@ -8,8 +8,6 @@ import json
 
 import pytest
 
-from infra.local.graph import LocalGraph
-from leadcrm.adapters.integration_secrets import forget_cached_tokens
 from tests.support.aws import Queue, aws_client, make_queue
 from tests.support.events import lambda_context, sqs_event, sqs_record_from_message
 from tests.support.factories import make_caller
@@ -18,7 +16,7 @@ from tests.support.ingestion_helpers import (
     counts,
     fresh_id,
     graph_lead,
-    graph_server,
+    graph_stand_in,
     leadgen_payload,
     webhook_message,
 )
@@ -28,14 +26,12 @@ MAX_RECEIVE_COUNT = 3
 
 @pytest.fixture(autouse=True)
 def _bus(event_bus):
-    forget_cached_tokens()
+    """Units of work publish after commit; the bus exists."""
 
 
 @pytest.fixture
 def graph(monkeypatch):
-    stand_in = LocalGraph()
-    with graph_server(stand_in) as url:
-        monkeypatch.setenv("META_GRAPH_BASE_URL", url)
+    with graph_stand_in(monkeypatch) as stand_in:
         yield stand_in
 
 

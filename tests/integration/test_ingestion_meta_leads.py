@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from infra.local.graph import LocalGraph
-from leadcrm.adapters.integration_secrets import forget_cached_tokens
 from leadcrm.domain.ingestion import LeadgenChange
 from leadcrm.services.webhook_leads import Outcome, ingest_leadgen
 from tests.support.capture_helpers import activities_of, campaigns_of, lead_rows, receipts_of, tasks_of
@@ -21,7 +19,7 @@ from tests.support.ingestion_helpers import (
     emitted_metrics,
     fresh_id,
     graph_lead,
-    graph_server,
+    graph_stand_in,
     ingested,
     leadgen_payload,
     webhook_message,
@@ -36,18 +34,9 @@ def _bus(event_bus):
     """Units of work publish after commit; the bus exists."""
 
 
-@pytest.fixture(autouse=True)
-def _fresh_tokens():
-    forget_cached_tokens()
-    yield
-    forget_cached_tokens()
-
-
 @pytest.fixture
 def graph(monkeypatch):
-    stand_in = LocalGraph()
-    with graph_server(stand_in) as url:
-        monkeypatch.setenv("META_GRAPH_BASE_URL", url)
+    with graph_stand_in(monkeypatch) as stand_in:
         yield stand_in
 
 

@@ -10,12 +10,27 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from infra.local.graph import serve as graph_server  # noqa: F401  (re-exported for the tests)
+from infra.local.graph import LocalGraph, serve
 from leadcrm.db.engine import get_engine
 from leadcrm.db.tables import lead_receipts, leads, tasks
 from leadcrm.db.tables_ingestion import ingested_events, integration_connections, lead_attributions
 from tests.support.api import call_api
 from tests.support.events import lambda_context, sqs_event, sqs_record
+
+
+@contextmanager
+def graph_stand_in(monkeypatch: Any) -> Iterator[LocalGraph]:
+    """Meta Graph's lead endpoint over real HTTP, where META_GRAPH_BASE_URL points, with connection tokens
+    read afresh from Secrets Manager (the moto of this test)."""
+    from leadcrm.adapters.integration_secrets import forget_cached_tokens
+
+    stand_in = LocalGraph()
+    forget_cached_tokens()
+    with serve(stand_in) as url:
+        monkeypatch.setenv("META_GRAPH_BASE_URL", url)
+        yield stand_in
+    forget_cached_tokens()
+
 
 # --- connections ---------------------------------------------------------------------------------------
 
