@@ -308,6 +308,25 @@ def test_the_report_pages_in_file_order(staff, ingestion_queue):
     assert [r["rowNumber"] for r in first.data + second.data] == [1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("suffix", ["", "/rows"])
+@pytest.mark.parametrize("cursor", ["not-a-cursor", "WyJ4Il0", "WyJ4IiwieSJd"])  # garbage, ["x"], ["x","y"]
+def test_a_cursor_this_api_did_not_hand_out_is_a_400(staff, suffix, cursor):
+    job_id = _create(staff).data["job"]["id"]
+    path = imports_path(staff, f"/{job_id}/rows") if suffix else imports_path(staff)
+    response = call_api("GET", path, sub=staff.sub, query={"cursor": cursor})
+    assert (response.status, response.error_code) == (400, "INVALID_CURSOR")
+
+
+def test_the_list_pages_newest_first(staff):
+    ids = [_create(staff).data["job"]["id"] for _ in range(3)]
+    first = call_api("GET", imports_path(staff), sub=staff.sub, query={"limit": "2"})
+    second = call_api(
+        "GET", imports_path(staff), sub=staff.sub, query={"limit": "2", "cursor": first.body["nextCursor"]}
+    )
+    assert [j["id"] for j in first.data + second.data] == ids[::-1]
+    assert second.body["nextCursor"] is None
+
+
 def test_the_list_shows_the_organizations_jobs_newest_first(staff):
     first, second = _create(staff).data["job"]["id"], _create(staff).data["job"]["id"]
     _create(make_caller(role="owner"))

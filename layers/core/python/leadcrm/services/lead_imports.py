@@ -19,6 +19,7 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from itertools import islice
 from typing import Any
@@ -45,7 +46,7 @@ from leadcrm.domain.lead_import import (
     phone_lookup_key,
     resolve_columns,
 )
-from leadcrm.errors import Conflict, NotFound, Unprocessable
+from leadcrm.errors import BadRequest, Conflict, NotFound, Unprocessable
 from leadcrm.ids import uuid7
 from leadcrm.services.dedup import CANDIDATE_LIMIT
 from leadcrm.services.keyset import decode_keyset, encode_keyset
@@ -168,8 +169,11 @@ def list_imports(conn: Connection, organization_id: uuid.UUID, *, limit: int, cu
     """The organization's jobs, newest first (keyset on created_at, id)."""
     query = select(*JOB_COLUMNS).where(lead_import_jobs.c.organization_id == organization_id)
     if cursor:
-        created_at, job_id = decode_keyset(cursor, 2)
-        after = tuple_(literal(created_at).cast(lead_import_jobs.c.created_at.type), literal(job_id).cast(Uuid))
+        raw_created_at, raw_id = decode_keyset(cursor, 2)
+        try:
+            after = tuple_(literal(datetime.fromisoformat(raw_created_at)), literal(uuid.UUID(raw_id), Uuid))
+        except ValueError as error:
+            raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR") from error
         query = query.where(tuple_(lead_import_jobs.c.created_at, lead_import_jobs.c.id) < after)
     rows = conn.execute(
         query.order_by(lead_import_jobs.c.created_at.desc(), lead_import_jobs.c.id.desc()).limit(limit + 1)
@@ -203,6 +207,8 @@ def list_import_rows(
         query = query.where(lead_import_rows.c.outcome == outcome)
     if cursor:
         (after,) = decode_keyset(cursor, 1)
+        if not after.isdigit() or len(after) > 9:
+            raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
         query = query.where(lead_import_rows.c.row_number > int(after))
     rows = [dict(r) for r in conn.execute(query.order_by(lead_import_rows.c.row_number).limit(limit + 1)).mappings()]
     more = len(rows) > limit
