@@ -83,6 +83,23 @@ def test_a_converted_leads_deal_links_the_lead_and_its_member(owner):
     assert (from_member["leadId"], from_member["membershipId"]) == (lead_id, membership_id)
 
 
+def test_converting_a_lead_links_its_open_and_sealed_deals_to_the_new_member(owner):
+    from tests.support.deals_helpers import walk_to
+
+    lead_id = ok(call_api("POST", f"/organizations/{owner.org_id}/leads", sub=owner.sub, body={"name": "Tal"}), 201)["id"]
+    open_one = open_deal(owner, leadId=lead_id)
+    won = walk_to(owner, open_deal(owner, leadId=lead_id), "won")
+
+    conversion = convert(owner, lead_id, {"firstName": "Tal", "lastName": "Ben", "email": unique_email("tal")})
+    membership_id = conversion.data["membershipId"]
+
+    for deal in (open_one, won):
+        after = read_deal(owner, deal["id"])
+        assert (after["membershipId"], after["version"]) == (membership_id, deal["version"])
+        assert after["history"][0]["type"] == "member_linked"
+    assert read_deal(owner, won["id"])["status"] == "won"
+
+
 def test_a_members_deal_without_a_lead_links_the_member_only(owner):
     member = make_person(owner.org_id, first_name="Avi")
     deal = open_deal(owner, membershipId=str(member.membership_id))

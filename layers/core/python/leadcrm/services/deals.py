@@ -61,6 +61,7 @@ HISTORY_STALLED = "stalled"
 HISTORY_REACTIVATED = "reactivated"
 HISTORY_COMPENSATION = "compensation_recorded"
 HISTORY_OWNER_HANDED_OVER = "owner_handed_over"
+HISTORY_MEMBER_LINKED = "member_linked"
 TIMELINE_TYPES = {
     HISTORY_CREATED: "deal_created",
     HISTORY_UPDATED: "deal_updated",
@@ -659,3 +660,40 @@ def record_compensation(
     event = deal_event(DEAL_COMPENSATION_RECORDED, actor, deal, compensationId=str(compensation_id))
     _record(uow, actor, deal, history, event)
     return dict(row)
+
+
+# -- conversion ----------------------------------------------------------------------------------------------
+
+
+def link_member_to_lead_deals(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, membership_id: uuid.UUID) -> int:
+    """A lead became a member (services.conversion): its deals now link the member too, in one UPDATE, with a
+    `member_linked` history row each. Sealed deals take the link as well (who the deal is with is not one of
+    its sealed terms); the version is not bumped, since nothing a person edits changed."""
+    conn = uow.connection
+    linked = conn.execute(
+        update(deals)
+        .where(
+            deals.c.organization_id == actor.organization_id,
+            deals.c.lead_id == lead_id,
+            deals.c.membership_id.is_(None),
+        )
+        .values(membership_id=membership_id, updated_at=func.now())
+        .returning(deals.c.id)
+    ).all()
+    if linked:
+        conn.execute(
+            insert(deal_history).values(
+                [
+                    {
+                        "id": uuid7(),
+                        "organization_id": actor.organization_id,
+                        "deal_id": row.id,
+                        "type": HISTORY_MEMBER_LINKED,
+                        "actor_user_id": actor.user_id,
+                        "payload": {"membershipId": str(membership_id)},
+                    }
+                    for row in linked
+                ]
+            )
+        )
+    return len(linked)
