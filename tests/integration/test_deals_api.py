@@ -84,9 +84,9 @@ def test_a_converted_leads_deal_links_the_lead_and_its_member(owner):
 
 
 def test_converting_a_lead_links_its_open_and_sealed_deals_to_the_new_member(owner):
-    from tests.support.deals_helpers import walk_to
+    from tests.support.deals_helpers import create_lead, walk_to
 
-    lead_id = ok(call_api("POST", f"/organizations/{owner.org_id}/leads", sub=owner.sub, body={"name": "Tal"}), 201)["id"]
+    lead_id = create_lead(owner, "Tal")
     open_one = open_deal(owner, leadId=lead_id)
     won = walk_to(owner, open_deal(owner, leadId=lead_id), "won")
 
