@@ -4,6 +4,7 @@ member in one audited operation, from the platform's event or an owner/admin's r
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import select
@@ -11,15 +12,25 @@ from sqlalchemy import select
 from leadcrm.db.engine import get_engine
 from leadcrm.db.tables import leads, memberships, tasks
 from leadcrm.db.tables_deals import ownership_handovers
+from leadcrm.db.uow import UnitOfWork
+from leadcrm.domain.access import LEAD_MANAGEMENT, Actor, Role
+from leadcrm.domain.deals import Evidence
+from leadcrm.errors import AppError
+from leadcrm.services import deals as deals_service
+from leadcrm.services import owner_departure
 from tests.support.api import call_api
+from tests.support.concurrency import run_together
 from tests.support.conversion_helpers import deliver_platform_event
 from tests.support.deals_helpers import (
     create_lead,
     deal_row,
+    deals_path,
     events_of,
     history_of,
     insert_task,
     open_deal,
+    set_deal_columns,
+    stage_id,
     timeline_types,
     walk_to,
 )
@@ -59,8 +70,6 @@ def book(leaver):
     open task and a completed one."""
     open_one = open_deal(leaver)
     stalled = walk_to(leaver, open_deal(leaver), "proposal")
-    from tests.support.deals_helpers import set_deal_columns
-
     set_deal_columns(stalled["id"], status="stalled", stalled_at=deal_row(stalled["id"])["updated_at"])
     won = walk_to(leaver, open_deal(leaver), "won")
     lost = walk_to(leaver, open_deal(leaver), "lost")
@@ -242,8 +251,6 @@ def test_only_owners_and_admins_hand_work_over_and_another_orgs_membership_is_no
 
 
 def test_a_stale_edit_after_a_handover_is_refused(owner, leaver, successor, book):
-    from tests.support.deals_helpers import deals_path
-
     _deactivate(leaver.membership.id)
     _hand_over(owner, leaver.membership.id, {"toUserId": str(successor.user.id)})
     response = call_api(
@@ -260,3 +267,31 @@ def test_the_default_assignee_must_be_active_staff(owner):
     assert (response.status, response.error_code) == (400, "ASSIGNEE_NOT_STAFF")
     read = call_api("GET", f"/organizations/{owner.org_id}/default-assignee", sub=owner.sub)
     assert read.data == {"userId": None}
+
+
+def test_a_handover_and_a_move_of_the_same_deal_at_once_queue_instead_of_deadlocking(
+    owner, leaver, successor, private_engine
+):
+    deal = open_deal(leaver)  # its lead is the leaver's too: the handover locks both rows the move touches
+    discovery = uuid.UUID(stage_id(leaver, "discovery"))
+    _deactivate(leaver.membership.id)
+    manager = Actor(owner.user.id, owner.org_id, owner.membership.id, Role.OWNER, frozenset({LEAD_MANAGEMENT}))
+
+    def hand_over():
+        with UnitOfWork(engine=private_engine, publisher=lambda events: None) as uow:
+            result = owner_departure.hand_over_from_api(uow, manager, leaver.membership.id, successor.user.id)
+            uow.commit()
+            return result.deals
+
+    def move_it():
+        with UnitOfWork(engine=private_engine, publisher=lambda events: None) as uow:
+            moved = deals_service.move_deal(
+                uow, manager, uuid.UUID(deal["id"]), deal["version"], discovery, Evidence(activity_at=datetime.now(UTC))
+            )
+            uow.commit()
+            return moved["stage_kind"]
+
+    results, errors = run_together([hand_over, move_it])
+    assert errors[0] is None and results[0] == 1
+    assert errors[1] is None or (isinstance(errors[1], AppError) and errors[1].code == "DEAL_VERSION_CONFLICT")
+    assert deal_row(deal["id"])["owner_user_id"] == successor.user.id

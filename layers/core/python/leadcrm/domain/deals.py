@@ -112,7 +112,6 @@ class Refusal(StrEnum):
     STALLED = "DEAL_STALLED"  # 409: a stalled deal is reactivated before it moves
     NOT_ALLOWED = "DEAL_TRANSITION_NOT_ALLOWED"  # 409: the table has no such transition
     NOT_STALLED_OR_LOST = "DEAL_NOT_REACTIVATABLE"  # 409: only stalled and lost deals are reactivated
-    NOT_ROTTING = "DEAL_NOT_ROTTING"  # the sweep's own guard
     ACTIVITY_REQUIRED = "DISCOVERY_ACTIVITY_REQUIRED"  # 400
     PROPOSAL_REFERENCE_REQUIRED = "PROPOSAL_REFERENCE_REQUIRED"  # 400
     NEGOTIATION_ACTIVITY_REQUIRED = "NEGOTIATION_ACTIVITY_REQUIRED"  # 400
@@ -130,7 +129,6 @@ CONFLICT_REFUSALS = frozenset(
         Refusal.STALLED,
         Refusal.NOT_ALLOWED,
         Refusal.NOT_STALLED_OR_LOST,
-        Refusal.NOT_ROTTING,
         Refusal.SAME_STAGE,
     }
 )

@@ -93,7 +93,6 @@ def refusal_error(refused: DealRefused) -> AppError:
         rules.Refusal.LOSS_REASON_REQUIRED: "Closing lost needs a loss reason code.",
         rules.Refusal.REACTIVATION_REASON_REQUIRED: "A reactivation needs a reason.",
         rules.Refusal.SAME_STAGE: "The deal is already on that stage.",
-        rules.Refusal.NOT_ROTTING: "The deal is not idle beyond its stage's threshold.",
     }
     error_type = Conflict if refused.refusal in CONFLICT_REFUSALS else BadRequest
     return error_type(messages[refused.refusal], code=refused.refusal.value)

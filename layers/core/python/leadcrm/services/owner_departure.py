@@ -194,7 +194,12 @@ def _lock_membership(conn: Connection, organization_id: uuid.UUID, membership_id
     """FOR UPDATE: two handovers of one membership run one after the other (the second moves nothing)."""
     return conn.execute(
         select(
-            memberships.c.id, memberships.c.user_id, memberships.c.role, memberships.c.status, memberships.c.deleted_at
+            memberships.c.id,
+            memberships.c.organization_id,
+            memberships.c.user_id,
+            memberships.c.role,
+            memberships.c.status,
+            memberships.c.deleted_at,
         )
         .where(memberships.c.organization_id == organization_id, memberships.c.id == membership_id)
         .with_for_update()
@@ -219,9 +224,7 @@ def _hand_over(
     source_key: str | None,
 ) -> Handover | None:
     conn = uow.connection
-    organization_id = conn.execute(
-        select(memberships.c.organization_id).where(memberships.c.id == membership.id)
-    ).scalar_one()
+    organization_id = membership.organization_id
     from_user_id = membership.user_id
     handover_id = uuid7()
     claimed = conn.execute(
