@@ -124,7 +124,7 @@ def _departed(task_lifecycle, leaver, status="cancelled", changed_at="2026-11-29
             "organizationId": str(leaver.org_id),
             "membershipId": str(leaver.membership.id),
             "status": status,
-            "changedAt": changed_at,
+            **({"changedAt": changed_at} if changed_at else {}),
         },
     )
 
@@ -177,6 +177,17 @@ def test_a_redelivered_departure_hands_nothing_over_twice(task_lifecycle, owner,
     _departed(task_lifecycle, leaver)
     _departed(task_lifecycle, leaver)
     assert len(_handovers(owner.org_id)) == 1
+    assert len(events_of(owner.org_id, "ownership.handed_over")) == 1
+
+
+def test_a_departure_without_a_time_redelivered_moves_nothing_more_and_announces_nothing_more(
+    task_lifecycle, owner, leaver, successor, book
+):
+    _set_default(owner, successor.user.id)
+    _departed(task_lifecycle, leaver, changed_at=None)
+    _departed(task_lifecycle, leaver, changed_at=None)
+    counts = sorted((h["deals_count"], h["tasks_count"]) for h in _handovers(owner.org_id))
+    assert counts == [(0, 0), (2, 1)]
     assert len(events_of(owner.org_id, "ownership.handed_over")) == 1
 
 

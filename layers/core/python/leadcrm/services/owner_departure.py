@@ -13,7 +13,8 @@ It is audited three ways: an `ownership_handovers` row (who, to whom, why, what 
 
 Recipient: the member the API names, else the organization's default assignee (the setting, when it names
 an active staff member), else its oldest active owner. Idempotent: a second handover finds nothing left to
-move, and a redelivered platform event is recognised by its key and hands nothing over twice.
+move (its row records zeros and nothing is announced), and a redelivered platform event is recognised by its
+key (membership, status, changedAt) and hands nothing over twice.
 
 Locks: the rows are taken FOR NO KEY UPDATE in id order (leads, then tasks, then deals), which queues behind
 a lead or deal write under way without blocking foreign-key checks (KEY SHARE), so a deal move that writes
@@ -183,7 +184,10 @@ def handle_membership_status_changed(conn: Connection, detail: dict[str, Any]) -
         # it over through the API.
         logger.warning("departed member's work kept: no default assignee", extra={"membershipId": str(membership_id)})
         return True
-    source_key = f"{MEMBERSHIP_STATUS_CHANGED}:{membership_id}:{status}:{detail.get('changedAt') or ''}"
+    # The platform's change is named by membership, status and time; without a time a redelivery is simply a
+    # second handover that finds nothing left to move.
+    changed_at = detail.get("changedAt")
+    source_key = f"{MEMBERSHIP_STATUS_CHANGED}:{membership_id}:{status}:{changed_at}" if changed_at else None
     uow = ConsumerUnitOfWork(conn)
     _hand_over(uow, membership, recipient, via=VIA_PLATFORM_EVENT, actor_user_id=None, source_key=source_key)
     uow.write_events()
@@ -320,29 +324,26 @@ def _hand_over(
         .where(ownership_handovers.c.id == handover_id)
         .values(deals_count=counts["deals"], leads_count=counts["leads"], tasks_count=counts["tasks"])
     )
-    uow.add_event(
-        DomainEvent(
-            type=OWNERSHIP_HANDED_OVER,
-            organization_id=organization_id,
-            aggregate_id=handover_id,
-            payload={
-                "handoverId": str(handover_id),
-                "membershipId": str(membership.id),
-                "via": via,
-                "actorUserId": str(actor_user_id) if actor_user_id else None,
-                **change,
-                **counts,
-            },
+    handover = Handover(
+        id=handover_id, membership_id=membership.id, from_user_id=from_user_id, to_user_id=to_user_id, via=via, **counts
+    )
+    if any(counts.values()):  # a handover that moved nothing is audited (its row) but not announced
+        uow.add_event(
+            DomainEvent(
+                type=OWNERSHIP_HANDED_OVER,
+                organization_id=organization_id,
+                aggregate_id=handover_id,
+                payload={
+                    "handoverId": str(handover_id),
+                    "membershipId": str(membership.id),
+                    "via": via,
+                    "actorUserId": str(actor_user_id) if actor_user_id else None,
+                    **change,
+                    **counts,
+                },
+            )
         )
-    )
-    return Handover(
-        id=handover_id,
-        membership_id=membership.id,
-        from_user_id=from_user_id,
-        to_user_id=to_user_id,
-        via=via,
-        **counts,
-    )
+    return handover
 
 
 def _reassign(
