@@ -8,7 +8,8 @@ New tables only, plus one nullable column on organizations (a catalog change, no
 is sealed in the database too: a trigger refuses any change of its state, stage, value, currency, dates or
 terms (the service refuses first with 409 DEAL_SEALED; the trigger keeps every other writer honest). Only
 the person links (lead, membership: SET NULL when a lead is erased), the owner (SET NULL when a user is
-removed) and updated_at may still change.
+removed), the free text an erase forgets (title, offer reference, closure reason) and updated_at may still
+change.
 """
 
 from __future__ import annotations
@@ -31,11 +32,8 @@ SEALED_COLUMNS = (
     "value_minor",
     "currency",
     "closed_at",
-    "close_reason",
     "expected_close_date",
-    "title",
     "offer_type",
-    "offer_ref",
     "probability",
     "forecast_category",
     "version",
