@@ -232,5 +232,7 @@ def test_the_list_filters_and_pages_by_keyset_newest_first(coach):
     by_lead = call_api("GET", path, sub=coach.sub, query={"leadId": mine[1]["leadId"]}).data
     assert [d["id"] for d in by_lead] == [mine[1]["id"]]
     assert call_api("GET", path, sub=coach.sub, query={"status": "won"}).data == []
+    both = call_api("GET", path, sub=coach.sub, query="status=open&status=stalled&owner=me").data
+    assert len(both) == 3
     bad = call_api("GET", path, sub=coach.sub, query={"cursor": "nope"})
     assert (bad.status, bad.error_code) == (400, "INVALID_CURSOR")
