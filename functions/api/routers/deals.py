@@ -45,6 +45,7 @@ from leadcrm.domain.deal_pipelines import StageSettings
 from leadcrm.domain.deals import DealStatus, Evidence, ForecastCategory, StageKind
 from leadcrm.domain.forecast import Period
 from leadcrm.services import deal_pipelines as pipelines
+from leadcrm.services import deal_queries as queries
 from leadcrm.services import deals as service
 from leadcrm.services.access import require_manager, require_staff
 from leadcrm.services.forecast import ForecastQuery, forecast
@@ -181,12 +182,12 @@ def index(
     currency: Annotated[str | None, Query(pattern=r"^[A-Z]{3}$")] = None,
     expectedCloseFrom: Annotated[date | None, Query()] = None,
     expectedCloseTo: Annotated[date | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> DealListEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        filters = service.DealFilters(
+        filters = queries.DealFilters(
             statuses=tuple(status or ()),
             stage_id=stageId,
             owner_user_id=actor.user_id if owner == "me" else ownerId,
@@ -196,7 +197,7 @@ def index(
             expected_close_from=expectedCloseFrom,
             expected_close_to=expectedCloseTo,
         )
-        rows, next_cursor = service.list_deals(
+        rows, next_cursor = queries.list_deals(
             uow.connection, actor.organization_id, filters, cursor=cursor, limit=limit
         )
     return DealListEnvelope(data=[DealResponse.model_validate(r) for r in rows], next_cursor=next_cursor)
@@ -243,7 +244,7 @@ def create(
 def read(orgId: str, dealId: str) -> DealDetailEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        deal = service.get_deal(uow.connection, actor.organization_id, _deal_id(dealId))
+        deal = queries.get_deal(uow.connection, actor.organization_id, _deal_id(dealId))
     return DealDetailEnvelope(data=DealDetail.model_validate(deal))
 
 

@@ -35,7 +35,7 @@ from leadcrm.domain.statuses import StageCategory, is_won
 from leadcrm.errors import BadRequest, NotFound
 from leadcrm.ids import parse_uuid, uuid7
 from leadcrm.services.activity import record_activity
-from leadcrm.services.deals import link_member_to_lead_deals
+from leadcrm.services.deal_people import link_member_to_lead_deals
 from leadcrm.services.identity import (
     ACCOUNT,
     find_lead_for_person,

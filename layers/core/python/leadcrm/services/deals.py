@@ -1,4 +1,4 @@
-"""Deals (staff): open, edit, move through the pipeline, reactivate, compensate; read one and list them.
+"""Deals (staff): open, edit, move through the pipeline, reactivate, compensate (reads: services.deal_queries).
 
 Every write takes the deal row (`SELECT … FOR UPDATE`) and checks the version the caller read: two staff
 moving one deal queue on the lock, and the second finds the version moved on (409 DEAL_VERSION_CONFLICT)
@@ -16,14 +16,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 
-from sqlalchemy import Connection, Text, and_, case, cast, func, insert, literal, or_, select, update
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy import Connection, func, insert, select, update
 
 from leadcrm.db.tables import leads, memberships
-from leadcrm.db.tables_deals import deal_compensations, deal_history, deal_stages, deals
+from leadcrm.db.tables_deals import deal_compensations, deal_history, deals
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain import deals as rules
 from leadcrm.domain.access import Actor
@@ -40,10 +39,10 @@ from leadcrm.domain.deals import (
 )
 from leadcrm.domain.events import DomainEvent
 from leadcrm.errors import AppError, BadRequest, Conflict, NotFound
-from leadcrm.ids import parse_uuid, uuid7
+from leadcrm.ids import uuid7
 from leadcrm.services.activity import record_activity
 from leadcrm.services.deal_pipelines import DealPipeline, get_deal_pipeline
-from leadcrm.services.keyset import decode_keyset, encode_keyset
+from leadcrm.services.deal_queries import deal_not_found, read_deal
 from leadcrm.services.ownership import require_assignable_staff
 
 # Outbox event types (ids only in their payloads).
@@ -72,12 +71,6 @@ TIMELINE_TYPES = {
     HISTORY_COMPENSATION: "deal_compensation_recorded",
     HISTORY_OWNER_HANDED_OVER: "deal_owner_changed",
 }
-HISTORY_LIMIT = 200
-MAX_PAGE = 200
-
-
-def deal_not_found() -> NotFound:
-    return NotFound("Deal not found.", code="DEAL_NOT_FOUND")
 
 
 def refusal_error(refused: DealRefused) -> AppError:
@@ -97,129 +90,6 @@ def refusal_error(refused: DealRefused) -> AppError:
     }
     error_type = Conflict if refused.refusal in CONFLICT_REFUSALS else BadRequest
     return error_type(messages[refused.refusal], code=refused.refusal.value)
-
-
-# -- reading --------------------------------------------------------------------------------------------
-
-_EFFECTIVE_PROBABILITY = func.coalesce(deals.c.probability, deal_stages.c.probability)
-_EFFECTIVE_CATEGORY = func.coalesce(deals.c.forecast_category, deal_stages.c.forecast_category)
-DEAL_COLUMNS = (
-    *deals.c,
-    deal_stages.c.name.label("stage_name"),
-    deal_stages.c.kind.label("stage_kind"),
-    _EFFECTIVE_PROBABILITY.label("effective_probability"),
-    _EFFECTIVE_CATEGORY.label("effective_forecast_category"),
-)
-
-
-def _deal_select() -> Any:
-    return select(*DEAL_COLUMNS).select_from(
-        deals.join(
-            deal_stages,
-            and_(deal_stages.c.id == deals.c.stage_id, deal_stages.c.organization_id == deals.c.organization_id),
-        )
-    )
-
-
-def read_deal(conn: Connection, organization_id: uuid.UUID, deal_id: uuid.UUID) -> dict[str, Any]:
-    row = (
-        conn.execute(_deal_select().where(deals.c.organization_id == organization_id, deals.c.id == deal_id))
-        .mappings()
-        .first()
-    )
-    if row is None:
-        raise deal_not_found()
-    return _public(row)
-
-
-def _public(row: Mapping[str, Any]) -> dict[str, Any]:
-    deal = dict(row)
-    if deal["status"] in (DealStatus.WON, DealStatus.LOST):
-        # A closed deal is actual, not forecast: its probability is what happened.
-        deal["effective_probability"] = 100 if deal["status"] == DealStatus.WON else 0
-        deal["effective_forecast_category"] = ForecastCategory.CLOSED.value
-    return deal
-
-
-def get_deal(conn: Connection, organization_id: uuid.UUID, deal_id: uuid.UUID) -> dict[str, Any]:
-    """The deal with its history (newest first) and compensations (oldest first): three statements."""
-    deal = read_deal(conn, organization_id, deal_id)
-    history = conn.execute(
-        select(deal_history)
-        .where(deal_history.c.organization_id == organization_id, deal_history.c.deal_id == deal_id)
-        .order_by(deal_history.c.occurred_at.desc(), deal_history.c.id.desc())
-        .limit(HISTORY_LIMIT)
-    ).mappings()
-    compensations = conn.execute(
-        select(deal_compensations)
-        .where(deal_compensations.c.organization_id == organization_id, deal_compensations.c.deal_id == deal_id)
-        .order_by(deal_compensations.c.created_at, deal_compensations.c.id)
-    ).mappings()
-    deal["history"] = [dict(h) for h in history]
-    deal["compensations"] = [dict(c) for c in compensations]
-    deal["net_value_minor"] = deal["value_minor"] + sum(c["amount_minor"] for c in deal["compensations"])
-    return deal
-
-
-@dataclass(frozen=True)
-class DealFilters:
-    statuses: tuple[DealStatus, ...] = ()
-    stage_id: uuid.UUID | None = None
-    owner_user_id: uuid.UUID | None = None
-    lead_id: uuid.UUID | None = None
-    membership_id: uuid.UUID | None = None
-    currency: str | None = None
-    expected_close_from: date | None = None
-    expected_close_to: date | None = None
-
-
-def list_deals(
-    conn: Connection, organization_id: uuid.UUID, filters: DealFilters, *, cursor: str | None, limit: int
-) -> tuple[list[dict[str, Any]], str | None]:
-    """One page, newest first (keyset on created_at, id; one query), and the next page's cursor."""
-    conditions: list[Any] = [deals.c.organization_id == organization_id]
-    if filters.statuses:
-        conditions.append(deals.c.status.in_([s.value for s in filters.statuses]))
-    for column, value in (
-        (deals.c.stage_id, filters.stage_id),
-        (deals.c.owner_user_id, filters.owner_user_id),
-        (deals.c.lead_id, filters.lead_id),
-        (deals.c.membership_id, filters.membership_id),
-        (deals.c.currency, filters.currency),
-    ):
-        if value is not None:
-            conditions.append(column == value)
-    if filters.expected_close_from is not None:
-        conditions.append(deals.c.expected_close_date >= filters.expected_close_from)
-    if filters.expected_close_to is not None:
-        conditions.append(deals.c.expected_close_date <= filters.expected_close_to)
-    if cursor is not None:
-        conditions.append(_before(cursor))
-    rows = (
-        conn.execute(
-            _deal_select().where(*conditions).order_by(deals.c.created_at.desc(), deals.c.id.desc()).limit(limit + 1)
-        )
-        .mappings()
-        .all()
-    )
-    page = [_public(r) for r in rows[:limit]]
-    next_cursor = None
-    if len(rows) > limit:
-        last = page[-1]
-        next_cursor = encode_keyset([last["created_at"].isoformat(), str(last["id"])])
-    return page, next_cursor
-
-
-def _before(cursor: str) -> Any:
-    raw_at, raw_id = decode_keyset(cursor, 2)
-    last_id = parse_uuid(raw_id)
-    try:
-        last_at = datetime.fromisoformat(raw_at)
-    except ValueError:
-        last_id = None
-    if last_id is None:
-        raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
-    return or_(deals.c.created_at < last_at, and_(deals.c.created_at == last_at, deals.c.id < last_id))
 
 
 # -- writing: shared pieces ------------------------------------------------------------------------------
@@ -660,90 +530,3 @@ def record_compensation(
     event = deal_event(DEAL_COMPENSATION_RECORDED, actor, deal, compensationId=str(compensation_id))
     _record(uow, actor, deal, history, event)
     return dict(row)
-
-
-# -- conversion ----------------------------------------------------------------------------------------------
-
-
-def link_member_to_lead_deals(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, membership_id: uuid.UUID) -> int:
-    """A lead became a member (services.conversion): its deals now link the member too, in one UPDATE, with a
-    `member_linked` history row each. Sealed deals take the link as well (who the deal is with is not one of
-    its sealed terms); the version is not bumped, since nothing a person edits changed."""
-    conn = uow.connection
-    linked = conn.execute(
-        update(deals)
-        .where(
-            deals.c.organization_id == actor.organization_id,
-            deals.c.lead_id == lead_id,
-            deals.c.membership_id.is_(None),
-        )
-        .values(membership_id=membership_id, updated_at=func.now())
-        .returning(deals.c.id)
-    ).all()
-    if linked:
-        conn.execute(
-            insert(deal_history).values(
-                [
-                    {
-                        "id": uuid7(),
-                        "organization_id": actor.organization_id,
-                        "deal_id": row.id,
-                        "type": HISTORY_MEMBER_LINKED,
-                        "actor_user_id": actor.user_id,
-                        "payload": {"membershipId": str(membership_id)},
-                    }
-                    for row in linked
-                ]
-            )
-        )
-    return len(linked)
-
-
-# -- erase ----------------------------------------------------------------------------------------------------
-
-ERASED_TEXT = "erased"
-# Free text staff typed into a history payload (it may name the person); ids, codes and amounts stay.
-_FREE_TEXT_KEYS = ("activityNote", "lossNote", "documentRef", "quoteRef")
-
-
-def forget_erased_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> int:
-    """Before a lead is erased (services.erase): its deals stay as non-identifiable transactional history
-    (spec section 8: "transactional history retained in non-identifiable form"), so the free text on them is
-    replaced (title, closure reason, compensation reasons) or dropped (offer reference, loss note, the notes
-    and references on their history); values, currencies, dates, stages and codes are kept. The deals lose
-    the lead itself through their foreign key (SET NULL). Three statements; the number of deals moved."""
-    forgotten = [
-        row.id
-        for row in conn.execute(
-            update(deals)
-            .where(deals.c.organization_id == organization_id, deals.c.lead_id == lead_id)
-            .values(
-                title=ERASED_TEXT,
-                offer_ref=None,
-                loss_note=None,
-                close_reason=case((deals.c.close_reason.is_(None), None), else_=literal(ERASED_TEXT)),
-                updated_at=func.now(),
-            )
-            .returning(deals.c.id)
-        )
-    ]
-    if not forgotten:
-        return 0
-    free_text_reason = or_(
-        deal_history.c.type.in_([HISTORY_REACTIVATED, HISTORY_COMPENSATION]),
-        and_(deal_history.c.type == HISTORY_STAGE_CHANGED, deal_history.c.to_status == DealStatus.WON.value),
-    )
-    conn.execute(
-        update(deal_history)
-        .where(deal_history.c.organization_id == organization_id, deal_history.c.deal_id.in_(forgotten))
-        .values(
-            payload=deal_history.c.payload.op("-")(cast(list(_FREE_TEXT_KEYS), ARRAY(Text))),
-            reason=case((free_text_reason, None), else_=deal_history.c.reason),
-        )
-    )
-    conn.execute(
-        update(deal_compensations)
-        .where(deal_compensations.c.organization_id == organization_id, deal_compensations.c.deal_id.in_(forgotten))
-        .values(reason=ERASED_TEXT, document_ref=None)
-    )
-    return len(forgotten)

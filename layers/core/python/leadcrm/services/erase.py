@@ -36,7 +36,7 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.domain.events import DomainEvent
 from leadcrm.errors import NotFound
-from leadcrm.services.deals import forget_erased_lead
+from leadcrm.services.deal_people import forget_erased_lead
 from leadcrm.services.idempotency import request_fingerprint
 from leadcrm.services.lead_moves import lock_lead
 
