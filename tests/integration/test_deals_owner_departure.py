@@ -180,20 +180,34 @@ def test_a_redelivered_departure_hands_nothing_over_twice(task_lifecycle, owner,
     assert len(events_of(owner.org_id, "ownership.handed_over")) == 1
 
 
-def test_a_departure_without_a_time_redelivered_moves_nothing_more_and_announces_nothing_more(
+def test_a_departure_without_a_time_redelivered_moves_and_records_nothing_more(
     task_lifecycle, owner, leaver, successor, book
 ):
     _set_default(owner, successor.user.id)
     _departed(task_lifecycle, leaver, changed_at=None)
     _departed(task_lifecycle, leaver, changed_at=None)
     counts = sorted((h["deals_count"], h["tasks_count"]) for h in _handovers(owner.org_id))
-    assert counts == [(0, 0), (2, 1)]
+    assert counts == [(2, 1)]  # the redelivery found nothing open left: no second handover
     assert len(events_of(owner.org_id, "ownership.handed_over")) == 1
 
 
 def test_without_a_default_assignee_the_oldest_active_owner_takes_the_work(task_lifecycle, owner, leaver, book):
     _departed(task_lifecycle, leaver, status="suspended")
     assert deal_row(book["open_deals"][0])["owner_user_id"] == owner.user.id
+
+
+def test_a_departure_nobody_can_take_over_keeps_the_work_until_an_owner_names_someone(task_lifecycle):
+    coach = make_caller(role="coach")  # an organization without an owner or a default assignee
+    deal = open_deal(coach)
+    _departed(task_lifecycle, coach)
+    assert deal_row(deal["id"])["owner_user_id"] == coach.user.id
+    assert _handovers(coach.org_id) == []
+
+
+def test_a_member_with_nothing_open_leaves_no_empty_handover(task_lifecycle, owner):
+    member = make_caller(role="member", organization=owner.organization)
+    _departed(task_lifecycle, member)
+    assert _handovers(owner.org_id) == []
 
 
 def test_an_active_membership_keeps_its_work(task_lifecycle, owner, leaver, book):

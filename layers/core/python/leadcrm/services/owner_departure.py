@@ -13,8 +13,9 @@ It is audited three ways: an `ownership_handovers` row (who, to whom, why, what 
 
 Recipient: the member the API names, else the organization's default assignee (the setting, when it names
 an active staff member), else its oldest active owner. Idempotent: a second handover finds nothing left to
-move (its row records zeros and nothing is announced), and a redelivered platform event is recognised by its
-key (membership, status, changedAt) and hands nothing over twice.
+move (through the API its row records zeros and nothing is announced; from an event nothing is recorded at
+all when the member owns nothing open), and a redelivered event is recognised by its key (membership,
+status, changedAt) and hands nothing over twice.
 
 Locks: the rows are taken FOR NO KEY UPDATE in id order (leads, then tasks, then deals), which queues behind
 a lead or deal write under way without blocking foreign-key checks (KEY SHARE), so a deal move that writes
@@ -28,7 +29,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, func, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.db.consumer_uow import ConsumerUnitOfWork
@@ -178,6 +179,8 @@ def handle_membership_status_changed(conn: Connection, detail: dict[str, Any]) -
     membership = _lock_membership(conn, organization_id, membership_id)
     if membership is None or _still_active_staff(membership):
         return True
+    if not _owns_open_work(conn, organization_id, membership.user_id):
+        return True  # a member (or a coach with nothing open) leaving: nothing to hand over, nothing to audit
     recipient = default_assignee(conn, organization_id, excluding=membership.user_id)
     if recipient is None:
         # Nobody to take it: the work stays (visible as the departed member's) until an owner/admin hands
@@ -192,6 +195,29 @@ def handle_membership_status_changed(conn: Connection, detail: dict[str, Any]) -
     _hand_over(uow, membership, recipient, via=VIA_PLATFORM_EVENT, actor_user_id=None, source_key=source_key)
     uow.write_events()
     return True
+
+
+def _owns_open_work(conn: Connection, organization_id: uuid.UUID, user_id: uuid.UUID) -> bool:
+    """Whether the user owns an open deal or lead, or has an open task here (one statement of three EXISTS)."""
+    owned = (
+        select(deals.c.id).where(
+            deals.c.organization_id == organization_id,
+            deals.c.owner_user_id == user_id,
+            deals.c.status.in_([s.value for s in OPEN_STATUSES]),
+        ),
+        select(leads.c.id).where(
+            leads.c.organization_id == organization_id,
+            leads.c.assigned_to_user_id == user_id,
+            leads.c.status.in_([c.value for c in OPEN_CATEGORIES]),
+        ),
+        select(tasks.c.id).where(
+            tasks.c.organization_id == organization_id,
+            tasks.c.assignee_user_id == user_id,
+            tasks.c.status.in_(OPEN_TASK_STATUSES),
+            tasks.c.deleted_at.is_(None),
+        ),
+    )
+    return bool(conn.execute(select(or_(*(q.exists() for q in owned)))).scalar_one())
 
 
 def _lock_membership(conn: Connection, organization_id: uuid.UUID, membership_id: uuid.UUID) -> Any:
