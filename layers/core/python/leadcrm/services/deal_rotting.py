@@ -17,7 +17,7 @@ once) stalls nothing twice and opens no second task.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, insert, literal, select, update
@@ -38,6 +38,7 @@ BATCH_SIZE = 500
 MAX_BATCHES_PER_RUN = 20
 TASK_SOURCE = "deal_rotting"
 MAX_TASK_TITLE = 255
+MIN_ROTTING_DAYS = 1  # deal_stages.rotting_days BETWEEN 1 AND 365
 
 
 def run_rotting_sweep(now: datetime | None = None) -> dict[str, int]:
@@ -64,6 +65,9 @@ def _sweep_batch(now: datetime) -> tuple[int, int]:
                 deal_stages.c.kind.in_([k.value for k in ROTTING_KINDS]),
                 deal_stages.c.rotting_days.is_not(None),
                 deals.c.last_activity_at < literal(now) - func.make_interval(0, 0, 0, deal_stages.c.rotting_days),
+                # The same bound at its loosest (thresholds are at least a day): a range the partial index
+                # ix_deals_open_last_activity answers, so deals touched today are never read.
+                deals.c.last_activity_at < literal(now - timedelta(days=MIN_ROTTING_DAYS)),
             )
             .order_by(deals.c.last_activity_at)
             .limit(BATCH_SIZE)
