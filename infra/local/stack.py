@@ -23,7 +23,12 @@ logger = logging.getLogger("leadcrm.local")
 # Local defaults for the Meta webhook secrets (README: Configuration). Override with the same env names.
 LOCAL_META_APP_SECRET = "local-app-secret"
 LOCAL_META_VERIFY_TOKEN = "local-verify-token"
-JOB_RATES_SECONDS = {"outbox_relay": 60, "rate_limit_cleanup": 900, "daily_digest": 900}
+JOB_RATES_SECONDS = {
+    "outbox_relay": 60,
+    "rate_limit_cleanup": 900,
+    "daily_digest": 900,
+    "deal_rotting_sweep": 3600,
+}
 ROLES = ("owner", "admin", "coach", "member")
 GRAPH_PREFIX = "/_local/graph/"
 JSON = {"content-type": "application/json"}
