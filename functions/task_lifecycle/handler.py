@@ -19,6 +19,7 @@ from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
 from leadcrm.services.outbox import relay_unpublished
 from leadcrm.services.rate_limits import delete_expired_counters
+from leadcrm.services.ticket_sweep import run_ticket_sweep
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -27,6 +28,7 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "outbox_relay": relay_unpublished,
     "rate_limit_cleanup": delete_expired_counters,
     "daily_digest": run_daily_digest,
+    "ticket_sweep": run_ticket_sweep,
 }
 
 

@@ -22,7 +22,7 @@ logger = logging.getLogger("leadcrm.local")
 # Local defaults for the Meta webhook secrets (README: Configuration). Override with the same env names.
 LOCAL_META_APP_SECRET = "local-app-secret"
 LOCAL_META_VERIFY_TOKEN = "local-verify-token"
-JOB_RATES_SECONDS = {"outbox_relay": 60, "rate_limit_cleanup": 900, "daily_digest": 900}
+JOB_RATES_SECONDS = {"outbox_relay": 60, "rate_limit_cleanup": 900, "daily_digest": 900, "ticket_sweep": 60}
 ROLES = ("owner", "admin", "coach", "member")
 JSON = {"content-type": "application/json"}
 
@@ -77,6 +77,7 @@ class LocalStack:
             thread.start()
         self.server = make_server(self.port, self.dispatch)
         self.port = self.server.server_address[1]
+        os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)
