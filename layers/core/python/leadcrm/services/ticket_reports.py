@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Integer, cast, func, literal_column, select, text
+from sqlalchemy import Connection, Integer, Numeric, cast, func, literal_column, select, text
 
 from leadcrm.db.tables_tickets import tickets
 
@@ -39,7 +39,7 @@ def sla_report(
                 "resolution_median_seconds"
             ),
             breached.label("breached"),
-            func.round(breached * 1.0 / func.count(), 4).label("breach_rate"),
+            func.round(cast(breached, Numeric) / func.nullif(func.count(), 0), 4).label("breach_rate"),
             func.count().filter(tickets.c.first_response_breached_at.is_not(None)).label("first_response_breached"),
             func.count().filter(tickets.c.status == "closed").label("closed"),
         )
