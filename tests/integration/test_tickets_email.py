@@ -4,6 +4,7 @@ clock, confirms, reopens with the reply as the reason, or opens a follow-up tick
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
@@ -211,8 +212,6 @@ def test_a_reply_to_a_closed_ticket_opens_a_follow_up_that_points_at_it(owner):
 
 
 def test_a_conversation_id_is_kept_on_the_ticket_without_a_foreign_key_yet(owner):
-    import uuid
-
     thread = uuid.uuid4()
     result = in_uow(
         open_or_update_ticket_from_email,
@@ -226,3 +225,20 @@ def test_a_conversation_id_is_kept_on_the_ticket_without_a_foreign_key_yet(owner
         conversation_id=thread,
     )
     assert ticket_row(result.ticket_id)["conversation_id"] == thread
+
+
+def test_a_malformed_in_reply_to_never_matches_a_mail_that_was_not_sent(owner):
+    lead = create_lead(owner, "Dana Cohen", email="dana@example.com")
+    ticket = in_uow(
+        service.create_ticket,
+        owner.org_id,
+        service.NewTicket(subject="x", description="", channel=service.Channel.PHONE, lead_id=uuid.UUID(lead["id"])),
+        now=MONDAY,
+    )
+    _to_in_progress(owner, ticket["id"], MONDAY)
+    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="x", now=MONDAY)  # mail pending, no SES id
+    result = _mail(
+        owner, sender="other@example.com", subject="hello", in_reply_to="not-a-message-id", message_id="<m9@x>"
+    )
+    assert result.outcome is EmailOutcome.CREATED and result.ticket_id != ticket["id"]
+    assert ticket_row(ticket["id"])["status"] == "resolved"

@@ -370,8 +370,8 @@ def create_rule(conn: Connection, organization_id: uuid.UUID, values: dict[str, 
     count = conn.execute(
         select(func.count()).where(ticket_routing_rules.c.organization_id == organization_id)
     ).scalar_one()
-    position = min(values.pop("position", None) if values.get("position") is not None else count, count)
-    values.pop("position", None)
+    asked = values.pop("position", None)
+    position = count if asked is None else min(asked, count)
     conn.execute(
         update(ticket_routing_rules)
         .where(ticket_routing_rules.c.organization_id == organization_id, ticket_routing_rules.c.position >= position)

@@ -82,11 +82,14 @@ def find_ticket_for_reply(
     bare = _bare(in_reply_to)
     if bare is not None:
         key = message_id_key(bare)
-        by_mail = conn.execute(
-            select(ticket_mails.c.ticket_id).where(
-                ticket_mails.c.organization_id == organization_id, ticket_mails.c.provider_message_id == key
-            )
-        ).scalar()
+        # Never compare with None: `== None` is IS NULL in SQL and would match every unsent mail.
+        by_mail = None
+        if key is not None:
+            by_mail = conn.execute(
+                select(ticket_mails.c.ticket_id).where(
+                    ticket_mails.c.organization_id == organization_id, ticket_mails.c.provider_message_id == key
+                )
+            ).scalar()
         if by_mail is not None:
             return by_mail
         by_message = conn.execute(
