@@ -195,3 +195,22 @@ def test_settings_show_the_support_address_calendar_and_targets(owner):
     assert {p["priority"]: p["firstResponseMinutes"] for p in settings["slaPolicies"]}["normal"] == 120
     rotated = config_call(owner, "PATCH", "ticket-settings", {"rotateSupportAddress": True}).data
     assert rotated["supportAddress"] != settings["supportAddress"]
+
+
+def test_a_priority_sent_twice_takes_the_last_targets(owner):
+    from tests.support.tickets_helpers import config_call
+
+    response = config_call(
+        owner,
+        "PATCH",
+        "ticket-settings",
+        {
+            "slaPolicies": [
+                {"priority": "low", "firstResponseMinutes": 60, "resolutionMinutes": 600},
+                {"priority": "low", "firstResponseMinutes": 90, "resolutionMinutes": 900},
+            ]
+        },
+    )
+    assert response.status == 200, response.body
+    low = [p for p in response.data["slaPolicies"] if p["priority"] == "low"]
+    assert low == [{"priority": "low", "firstResponseMinutes": 90, "resolutionMinutes": 900}]

@@ -186,6 +186,8 @@ def _replace_holidays(conn: Connection, organization_id: uuid.UUID, holidays: li
 
 
 def _upsert_policies(conn: Connection, organization_id: uuid.UUID, policies: list[tuple[str, int, int]]) -> None:
+    # One row per priority (the last one sent wins): one INSERT … ON CONFLICT cannot touch a row twice.
+    policies = list({priority: (priority, first, resolution) for priority, first, resolution in policies}.values())
     for priority, first, resolution in policies:
         if first > resolution:
             raise BadRequest(
