@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from tests.support.factories import make_caller
-from tests.support.lead_moves_helpers import create_lead
+from tests.support.lead_moves_helpers import activities, create_lead
 from tests.support.tickets_helpers import (
     config_call,
     get_ticket,
@@ -55,6 +55,13 @@ def test_staff_open_a_ticket_for_a_lead_with_the_channel_they_took_it_on(coach, 
         "dana@example.com",
     )
     assert ticket["sla"]["timer"] == "running"
+
+
+def test_the_leads_timeline_shows_the_ticket(coach, lead):
+    ticket = _open(coach, lead, channel="chat")
+    [entry] = activities(lead["id"], "ticket_opened")
+    assert entry["payload"] == {"ticketId": ticket["id"], "number": 1, "channel": "chat"}
+    assert entry["actor_user_id"] == coach.user.id
 
 
 def test_tickets_are_numbered_per_organization(coach, lead):

@@ -237,3 +237,24 @@ def test_the_job_runs_from_the_task_lifecycle_function(owner, coach, lead, ctx):
     _assigned(owner, lead, coach)
     result = lambda_handler({"job": "ticket_sweep"}, ctx)
     assert result["job"] == "ticket_sweep" and {"escalated", "breached", "autoClosed", "mailsSent"} <= set(result)
+
+
+def test_the_ses_adapter_names_the_address_replies_go_to():
+    from botocore.stub import ANY, Stubber
+
+    from leadcrm.adapters import ses
+    from leadcrm.adapters.aws import client
+
+    with Stubber(client("sesv2")) as stub:
+        stub.add_response(
+            "send_email",
+            {"MessageId": "m-1"},
+            {
+                "FromEmailAddress": ses.mail_from(),
+                "Destination": {"ToAddresses": ["dana@example.com"]},
+                "ReplyToAddresses": ["support+abcdefghijkl@mail.leadcrm.local"],
+                "Content": ANY,
+            },
+        )
+        assert ses.send_email("dana@example.com", "s", "t", reply_to="support+abcdefghijkl@mail.leadcrm.local") == "m-1"
+        stub.assert_no_pending_responses()

@@ -45,12 +45,14 @@ from leadcrm.domain.ticket_states import (
 from leadcrm.errors import BadRequest, Forbidden, NotFound
 from leadcrm.ids import uuid7
 from leadcrm.services import ticket_config
+from leadcrm.services.activity import record_activity
 from leadcrm.services.ownership import require_assignable_staff
 
 TICKET_CREATED = "ticket.created"
 TICKET_STATUS_CHANGED = "ticket.status_changed"
 TICKET_ASSIGNED = "ticket.assigned"
 TICKET_SLA_BREACHED = "ticket.sla_breached"
+TICKET_OPENED_ACTIVITY = "ticket_opened"
 
 # Triggers that put words in front of the customer: the first of them answers the first-response target.
 CUSTOMER_FACING = frozenset({Trigger.RESPOND, Trigger.REQUEST_INFO, Trigger.RESOLVE})
@@ -305,6 +307,15 @@ def create_ticket(
             }
         )
     record_events(conn, history)
+    if requester.lead_id is not None:  # the lead's timeline shows its support requests
+        record_activity(
+            conn,
+            organization_id,
+            requester.lead_id,
+            TICKET_OPENED_ACTIVITY,
+            {"ticketId": str(ticket_id), "number": settings["last_ticket_number"], "channel": new.channel.value},
+            actor_user_id,
+        )
     ticket = read_ticket(conn, organization_id, ticket_id)
     _event(
         uow,
