@@ -13,8 +13,9 @@ Public (no token): `GET/POST /public/ticket-surveys/{token}`, the satisfaction s
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
@@ -84,7 +85,7 @@ def _member_or_staff(actor: Actor) -> Actor:
     return actor
 
 
-def _visible(actor: Actor, ticket: dict) -> dict:
+def _visible(actor: Actor, ticket: dict[str, Any]) -> dict[str, Any]:
     """A member sees their own tickets only; anyone else's answers 404 like a random id."""
     if not actor.is_staff and ticket["membership_id"] != actor.membership_id:
         raise service.ticket_not_found()
@@ -195,7 +196,8 @@ def show(orgId: str, ticketId: str) -> TicketDetailEnvelope:
     return TicketDetailEnvelope(data=detail)
 
 
-def _staff_action(orgId: str, action) -> Response[TicketEnvelope]:  # noqa: ANN001 - a closure over the body
+def _staff_action(orgId: str, action: Callable[[UnitOfWork, Actor], dict[str, Any]]) -> Response[TicketEnvelope]:
+    """Runs one staff action on a ticket in one unit of work and answers the ticket as written."""
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         row = action(uow, actor)
@@ -436,7 +438,7 @@ def update_rule(orgId: str, ruleId: str, body: Annotated[UpdateRuleBody, Body()]
     summary="Delete a routing rule (owner/admin)",
     responses={404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
 )
-def delete_rule(orgId: str, ruleId: str) -> Response[dict]:
+def delete_rule(orgId: str, ruleId: str) -> Response[dict[str, Any]]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
         ticket_config.delete_rule(
