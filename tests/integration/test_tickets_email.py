@@ -242,3 +242,9 @@ def test_a_malformed_in_reply_to_never_matches_a_mail_that_was_not_sent(owner):
     )
     assert result.outcome is EmailOutcome.CREATED and result.ticket_id != ticket["id"]
     assert ticket_row(ticket["id"])["status"] == "resolved"
+
+
+def test_nul_characters_in_a_message_are_dropped_not_fatal(owner):
+    result = _mail(owner, subject="Hi\x00there", text="bad\x00byte", message_id="<nul@example.com>")
+    row = ticket_row(result.ticket_id)
+    assert (row["subject"], row["description"]) == ("Hithere", "badbyte")

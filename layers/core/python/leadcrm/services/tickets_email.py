@@ -10,7 +10,8 @@ Ingestion, for each recipient of an inbound message:
 
 `text` is the message's own words (ingestion strips quoted history with its reply parser). The call is
 idempotent on `external_message_id` (the Message-ID): a redelivered message changes nothing and answers the
-ticket it went to the first time.
+ticket it went to the first time (two deliveries racing: the second fails on the unique Message-ID and its
+retry answers DUPLICATE).
 """
 
 from __future__ import annotations
@@ -138,7 +139,9 @@ def open_or_update_ticket_from_email(
     ).scalar()
     if seen is not None:
         return EmailResult(EmailOutcome.DUPLICATE, seen)
-    subject = " ".join((subject or "").split())[:MAX_SUBJECT] or NO_SUBJECT
+    # PostgreSQL text cannot hold U+0000, and mail can carry anything: drop it rather than fail the message.
+    subject = " ".join((subject or "").replace("\x00", "").split())[:MAX_SUBJECT] or NO_SUBJECT
+    text = (text or "").replace("\x00", "")
     email = {
         "external_message_id": external_message_id,
         "in_reply_to": in_reply_to,
