@@ -61,7 +61,7 @@ from leadcrm.domain.ticket_routing import Channel
 from leadcrm.domain.ticket_states import TicketStatus
 from leadcrm.errors import BadRequest, Forbidden
 from leadcrm.ids import parse_uuid
-from leadcrm.services import ticket_config, ticket_reports, ticket_surveys
+from leadcrm.services import ticket_config, ticket_queries, ticket_reports, ticket_surveys
 from leadcrm.services import tickets as service
 from leadcrm.services.access import require_feature, require_manager, require_staff
 from leadcrm.services.keyset import decode_keyset, encode_keyset
@@ -102,7 +102,7 @@ def index(
     queueId: Annotated[uuid.UUID | None, Query()] = None,
     assignedTo: Annotated[Literal["me", "unassigned"] | None, Query()] = None,
     leadId: Annotated[uuid.UUID | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE)] = 50,
+    limit: Annotated[int, Query(ge=1, le=ticket_queries.MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> TicketListEnvelope:
     after = None
@@ -112,7 +112,7 @@ def index(
             raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
     with UnitOfWork() as uow:
         actor = _member_or_staff(caller(uow, router, orgId))
-        filters = service.TicketFilters(
+        filters = ticket_queries.TicketFilters(
             status=status,
             queue_id=queueId,
             assignee_user_id=actor.user_id if assignedTo == "me" else None,
@@ -120,7 +120,9 @@ def index(
             lead_id=leadId,
             membership_id=None if actor.is_staff else actor.membership_id,
         )
-        rows, last = service.list_tickets(uow.connection, actor.organization_id, filters, after=after, limit=limit)
+        rows, last = ticket_queries.list_tickets(
+            uow.connection, actor.organization_id, filters, after=after, limit=limit
+        )
     return TicketListEnvelope(
         data=[Ticket.from_row(r) for r in rows], next_cursor=encode_keyset([str(last)]) if last else None
     )
@@ -188,9 +190,9 @@ def show(orgId: str, ticketId: str) -> TicketDetailEnvelope:
         detail = TicketDetail.model_validate(
             {
                 **Ticket.from_row(ticket).model_dump(),
-                "history": service.history(conn, org, ticket["id"]) if actor.is_staff else [],
-                "mails": service.mails(conn, org, ticket["id"]) if actor.is_staff else [],
-                "messages": service.messages(conn, org, ticket["id"]),
+                "history": ticket_queries.history(conn, org, ticket["id"]) if actor.is_staff else [],
+                "mails": ticket_queries.mails(conn, org, ticket["id"]) if actor.is_staff else [],
+                "messages": ticket_queries.messages(conn, org, ticket["id"]),
             }
         )
     return TicketDetailEnvelope(data=detail)
