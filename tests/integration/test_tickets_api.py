@@ -315,3 +315,25 @@ def test_lists_page_newest_first_and_filter(owner, coach, lead):
     assert [t["id"] for t in triage.data] == [ids[2], ids[1]]
     bad = config_call(coach, "GET", "tickets", query={"cursor": "garbage"})
     assert (bad.status, bad.error_code) == (400, "INVALID_CURSOR")
+
+
+def test_tickets_opened_at_the_same_moment_get_distinct_numbers(owner, lead, private_engine):
+    from datetime import UTC, datetime
+
+    from leadcrm.db.uow import UnitOfWork
+    from leadcrm.domain.ticket_routing import Channel
+    from leadcrm.services import tickets as service
+    from tests.support.concurrency import run_together
+
+    def open_one() -> int:
+        with UnitOfWork(engine=private_engine, publisher=lambda events: None) as uow:
+            new = service.NewTicket(
+                subject="Same time", description="", channel=Channel.PHONE, lead_id=uuid.UUID(lead["id"])
+            )
+            number = service.create_ticket(uow, owner.org_id, new, now=datetime.now(UTC))["number"]
+            uow.commit()
+        return number
+
+    numbers, errors = run_together([open_one] * 4)
+    assert errors == [None] * 4
+    assert sorted(numbers) == [1, 2, 3, 4]
