@@ -337,3 +337,13 @@ def test_tickets_opened_at_the_same_moment_get_distinct_numbers(owner, lead, pri
     numbers, errors = run_together([open_one] * 4)
     assert errors == [None] * 4
     assert sorted(numbers) == [1, 2, 3, 4]
+
+
+def test_an_idempotency_key_replays_the_first_answer(coach, lead):
+    body = {"subject": "Cannot book a class", "leadId": lead["id"]}
+    first = open_ticket(coach, body, headers={"idempotency-key": "t-1"})
+    again = open_ticket(coach, body, headers={"idempotency-key": "t-1"})
+    assert (again.status, again.data["id"], again.headers.get("idempotent-replayed")) == (201, first.data["id"], "true")
+    other = open_ticket(coach, {**body, "subject": "Another"}, headers={"idempotency-key": "t-1"})
+    assert other.status == 422
+    assert ticket_row(first.data["id"])["number"] == 1 and open_ticket(coach, body).data["number"] == 2

@@ -221,7 +221,8 @@ tickets = Table(
 )
 
 # What happened to a ticket, in order: status changes with their trigger, assignments (who, by which rule or
-# person), escalations and breaches, mails, survey answers. Payloads carry ids and codes, no PII.
+# person), escalations and breaches, mails, survey answers. Payloads carry ids and codes (and a reopen's
+# reason as given); no contact details.
 ticket_events = Table(
     "ticket_events",
     metadata,
