@@ -20,6 +20,7 @@ from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
 from leadcrm.services.outbox import relay_unpublished
 from leadcrm.services.rate_limits import delete_expired_counters
+from leadcrm.services.ticket_sweep import run_ticket_sweep
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -29,6 +30,7 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "rate_limit_cleanup": delete_expired_counters,
     "daily_digest": run_daily_digest,
     "deal_rotting_sweep": run_rotting_sweep,
+    "ticket_sweep": run_ticket_sweep,
 }
 
 

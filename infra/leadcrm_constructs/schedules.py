@@ -17,6 +17,7 @@ OUTBOX_RELAY_JOB = "outbox_relay"
 RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
 DEAL_ROTTING_SWEEP_JOB = "deal_rotting_sweep"
+TICKET_SWEEP_JOB = "ticket_sweep"
 
 
 class Schedules(Construct):
@@ -60,6 +61,12 @@ class Schedules(Construct):
             job=DEAL_ROTTING_SWEEP_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.hours(1)),
             description="Stall deals idle beyond their stage's rotting threshold; alert and open a re-engagement task",
+        )
+        self.ticket_sweep = self._job(
+            "TicketSweep",
+            job=TICKET_SWEEP_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+            description="Escalate tickets near an SLA breach, record breaches, auto-close, send ticket mails",
         )
         # The digest sends through SES v2 SendEmail from the MAIL_FROM identity (a verified domain or
         # address of this account and region; which one is a deployment choice, so any identity of it).

@@ -28,6 +28,7 @@ JOB_RATES_SECONDS = {
     "rate_limit_cleanup": 900,
     "daily_digest": 900,
     "deal_rotting_sweep": 3600,
+    "ticket_sweep": 60,
 }
 ROLES = ("owner", "admin", "coach", "member")
 GRAPH_PREFIX = "/_local/graph/"
@@ -88,6 +89,7 @@ class LocalStack:
         self.port = self.server.server_address[1]
         # Graph is this server's /_local/graph (read by the functions only after the server is up).
         os.environ.setdefault("META_GRAPH_BASE_URL", f"http://127.0.0.1:{self.port}/_local/graph")
+        os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)
