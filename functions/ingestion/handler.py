@@ -13,6 +13,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from leadcrm.services.inbound_email import receive_from_s3
+
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
 
@@ -32,6 +34,8 @@ def describe(body: dict[str, Any]) -> dict[str, Any]:
 def record_handler(record: SQSRecord) -> dict[str, Any]:
     summary = describe(json.loads(record.body))
     logger.info("ingestion message received", extra={"messageId": record.message_id, **summary})
+    if summary["kind"] == "email.inbound":
+        receive_from_s3(summary["bucket"], summary["key"])
     return summary
 
 

@@ -42,12 +42,13 @@ from leadcrm.db.tables import (
     pipelines,
     users,
 )
+from leadcrm.db.tables_conversations import conversation_messages, conversations
 from leadcrm.domain.access import Actor
 from leadcrm.domain.lead_list import ArchivedFilter, AssignedToFilter, LeadListFilters, LeadSort, ListCursor, SortOrder
 from leadcrm.errors import NotFound
 from leadcrm.services.leads import LEAD_COLUMNS
 
-# The spec's unified timeline keeps the last 100 entries (status flips, activity, later inbox messages).
+# The spec's unified timeline keeps the last 100 entries (status flips, activity, inbox messages).
 TIMELINE_LIMIT = 100
 
 SORT_COLUMNS = {
@@ -136,8 +137,9 @@ def _lead_statement() -> Select:
 
 
 def _timeline_statement() -> Select:
-    """Status flips and activity entries merged newest first (at most TIMELINE_LIMIT), with the actor's and
-    the stages' display names resolved in SQL. Inbox messages join this union once conversations exist."""
+    """Status flips, activity entries and the lead's conversation messages (sent, failed, received, notes)
+    merged newest first (at most TIMELINE_LIMIT), with the actor's and the stages' display names resolved
+    in SQL."""
     status_rows = (
         select(
             lead_status_events.c.id,
@@ -174,7 +176,36 @@ def _timeline_statement() -> Select:
         .order_by(lead_activity_events.c.occurred_at.desc(), lead_activity_events.c.id.desc())
         .limit(TIMELINE_LIMIT)
     )
-    merged = union_all(status_rows, activity_rows).subquery("entries")
+    message_payload = func.jsonb_build_object(
+        "conversationId", conversation_messages.c.conversation_id,
+        "channel", conversation_messages.c.channel,
+        "direction", conversation_messages.c.direction,
+        "status", conversation_messages.c.status,
+        "subject", conversation_messages.c.subject,
+        "preview", func.left(conversation_messages.c.body, 200),
+    )  # fmt: skip
+    message_rows = (
+        select(
+            conversation_messages.c.id,
+            literal("message").label("kind"),
+            (literal("message_") + conversation_messages.c.direction).label("type"),
+            conversation_messages.c.created_at.label("at"),
+            conversation_messages.c.author_user_id.label("actor_user_id"),
+            null().label("from_status"),
+            null().label("to_status"),
+            null().label("from_stage_id"),
+            null().label("to_stage_id"),
+            null().label("reason"),
+            message_payload.label("payload"),
+        )
+        .select_from(
+            conversation_messages.join(conversations, conversations.c.id == conversation_messages.c.conversation_id)
+        )
+        .where(conversations.c.organization_id == _ORGANIZATION_ID, conversations.c.lead_id == _LEAD_ID)
+        .order_by(conversation_messages.c.created_at.desc(), conversation_messages.c.id.desc())
+        .limit(TIMELINE_LIMIT)
+    )
+    merged = union_all(status_rows, activity_rows, message_rows).subquery("entries")
     actor = users.alias("actor")
     from_stage = pipeline_stages.alias("from_stage")
     to_stage = pipeline_stages.alias("to_stage")
