@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from leadcrm.db.uow import UnitOfWork
+from leadcrm.services.bulk_email import run_bulk_email
 from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
 from leadcrm.services.outbox import relay_unpublished
@@ -27,6 +28,7 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "outbox_relay": relay_unpublished,
     "rate_limit_cleanup": delete_expired_counters,
     "daily_digest": run_daily_digest,
+    "bulk_email": run_bulk_email,
 }
 
 

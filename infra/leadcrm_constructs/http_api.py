@@ -134,6 +134,13 @@ class LeadCrmApi(Construct):
                 integration=integration,
                 authorizer=apigwv2.HttpNoneAuthorizer(),
             ),
+            # Bulk mail's unsubscribe page and its RFC 8058 one-click POST: signed tokens, no account.
+            *self.http_api.add_routes(
+                path="/unsubscribe/{token}",
+                methods=[apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST],
+                integration=integration,
+                authorizer=apigwv2.HttpNoneAuthorizer(),
+            ),
             *self.http_api.add_routes(
                 path="/openapi.json",
                 methods=[apigwv2.HttpMethod.GET],
@@ -148,7 +155,8 @@ class LeadCrmApi(Construct):
                     {
                         "id": "AwsSolutions-APIG4",
                         "reason": "Public by design: lead capture from anonymous web forms (answers the same "
-                        "body whatever happened, idempotent, stage-throttled) and the OpenAPI document.",
+                        "body whatever happened, idempotent, stage-throttled), the signed-token unsubscribe "
+                        "route of bulk mail, and the OpenAPI document.",
                     }
                 ],
                 apply_to_children=True,

@@ -16,6 +16,7 @@ from constructs import Construct
 OUTBOX_RELAY_JOB = "outbox_relay"
 RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
+BULK_EMAIL_JOB = "bulk_email"
 
 
 class Schedules(Construct):
@@ -52,6 +53,12 @@ class Schedules(Construct):
             job=DAILY_DIGEST_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
             description="Mail staff their urgent counts in their organization's morning (once a local day)",
+        )
+        self.bulk_email = self._job(
+            "BulkEmail",
+            job=BULK_EMAIL_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+            description="Send pending bulk email recipients within the SES sending rate",
         )
         # The digest sends through SES v2 SendEmail from the MAIL_FROM identity (a verified domain or
         # address of this account and region; which one is a deployment choice, so any identity of it).

@@ -22,7 +22,7 @@ logger = logging.getLogger("leadcrm.local")
 # Local defaults for the Meta webhook secrets (README: Configuration). Override with the same env names.
 LOCAL_META_APP_SECRET = "local-app-secret"
 LOCAL_META_VERIFY_TOKEN = "local-verify-token"
-JOB_RATES_SECONDS = {"outbox_relay": 60, "rate_limit_cleanup": 900, "daily_digest": 900}
+JOB_RATES_SECONDS = {"outbox_relay": 60, "rate_limit_cleanup": 900, "daily_digest": 900, "bulk_email": 60}
 ROLES = ("owner", "admin", "coach", "member")
 JSON = {"content-type": "application/json"}
 
@@ -62,6 +62,7 @@ class LocalStack:
         os.environ.setdefault("META_VERIFY_TOKEN", LOCAL_META_VERIFY_TOKEN)
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ["EVENT_BUS_NAME"] = aws.EVENT_BUS
+        os.environ.setdefault("INBOUND_EMAIL_DOMAIN", aws.MAIL_DOMAIN)
         self.resources = aws.provision()
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
 
@@ -77,6 +78,8 @@ class LocalStack:
             thread.start()
         self.server = make_server(self.port, self.dispatch)
         self.port = self.server.server_address[1]
+        # Links in mail (the bulk unsubscribe link) point back at this server.
+        os.environ.setdefault("PUBLIC_API_URL", f"http://127.0.0.1:{self.port}")
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)

@@ -9,6 +9,7 @@ from constructs import Construct
 
 from infra.config import LeadCrmConfig
 from infra.leadcrm_constructs import (
+    Conversations,
     CoreLayer,
     Database,
     DependenciesLayer,
@@ -75,6 +76,16 @@ class LeadCrmStack(Stack):
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
+        Conversations(
+            self,
+            "Conversations",
+            inbound_domain=config.inbound_domain,
+            mail_from=config.mail_from,
+            api=functions.api,
+            readers=[functions.ingestion],
+            bulk_sender=functions.task_lifecycle,
+            public_api_url=api.url,
+        )
         webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
         Observability(self, "Observability", functions=functions.all, work_queues=messaging.work_queues)
 

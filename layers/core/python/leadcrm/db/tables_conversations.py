@@ -28,7 +28,7 @@ MESSAGE_DIRECTIONS = ("inbound", "outbound", "note")
 MESSAGE_STATUSES = ("queued", "sent", "failed", "received", "note")
 LEGAL_BASES = ("consent", "legitimate_interest", "contract", "legal_obligation")
 BULK_JOB_STATUSES = ("queued", "sending", "done")
-BULK_RECIPIENT_STATUSES = ("pending", "sent", "failed", "skipped")
+BULK_RECIPIENT_STATUSES = ("pending", "sending", "sent", "failed", "skipped")
 
 # One thread per (organization, channel, contact): contact_key is `lead:<id>` or `member:<membership id>`,
 # the spec's externalContactId, so a find-or-create is one INSERT … ON CONFLICT on it.
@@ -147,6 +147,8 @@ bulk_email_recipients = Table(
     Column("status", Text, nullable=False, server_default="pending"),
     # Why a lead was skipped: no_consent, no_email.
     Column("skip_reason", Text),
+    # When a run claimed it (status sending): a claim older than the lease is a run that died mid-send.
+    Column("claimed_at", DateTime(timezone=True)),
     Column("provider_message_id", Text),
     Column("error", Text),
     Column("sent_at", DateTime(timezone=True)),

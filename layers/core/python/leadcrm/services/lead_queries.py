@@ -46,6 +46,7 @@ from leadcrm.db.tables_conversations import conversation_messages, conversations
 from leadcrm.domain.access import Actor
 from leadcrm.domain.lead_list import ArchivedFilter, AssignedToFilter, LeadListFilters, LeadSort, ListCursor, SortOrder
 from leadcrm.errors import NotFound
+from leadcrm.services.lead_moves import id_list
 from leadcrm.services.leads import LEAD_COLUMNS
 
 # The spec's unified timeline keeps the last 100 entries (status flips, activity, inbox messages).
@@ -383,3 +384,33 @@ def _filter_conditions(actor: Actor, filters: LeadListFilters) -> list[ColumnEle
         ]
         conditions.append(or_(*matches))
     return conditions
+
+
+def matching_lead_ids(
+    actor: Actor,
+    filters: LeadListFilters,
+    *,
+    lead_ids: tuple[uuid.UUID, ...] = (),
+    exclude_tag_ids: tuple[uuid.UUID, ...] = (),
+) -> Select:
+    """Every lead the list would show for `filters` (all pages, unsorted: a bulk audience), optionally
+    narrowed to `lead_ids` and without leads having any of `exclude_tag_ids`. One column, `id`."""
+    organization_id = actor.organization_id
+    conditions = [leads.c.organization_id == organization_id, *_filter_conditions(actor, filters)]
+    if lead_ids:
+        conditions.append(leads.c.id == func.any(id_list("audience_lead_ids", lead_ids)))
+    if exclude_tag_ids:
+        conditions.append(
+            ~exists().where(
+                lead_tag_assignments.c.organization_id == organization_id,
+                lead_tag_assignments.c.lead_id == leads.c.id,
+                lead_tag_assignments.c.tag_id.in_(exclude_tag_ids),
+            )
+        )
+    if filters.pipeline_id is None:
+        return select(leads.c.id).where(*conditions)
+    primary, secondary = _pipeline_branches(organization_id, filters.pipeline_id, filters.stage_ids)
+    return union_all(
+        primary.with_only_columns(leads.c.id).where(*conditions),
+        secondary.with_only_columns(leads.c.id).where(*conditions),
+    )
