@@ -64,7 +64,8 @@ def build_mime(mail: OutboundMail) -> bytes:
         message["Reply-To"] = mail.reply_to
     for header, value in mail.headers.items():
         message[header] = value
-    message.set_content(mail.text, charset="utf-8")
+    # Quoted-printable keeps the message 7-bit, as SES recommends for raw mail with non-ASCII text.
+    message.set_content(mail.text, charset="utf-8", cte="quoted-printable")
     return message.as_bytes()
 
 

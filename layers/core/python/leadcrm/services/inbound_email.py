@@ -39,11 +39,12 @@ from leadcrm.domain.inbound_email import InboundEmail, parse_inbound
 from leadcrm.domain.reply_addresses import AddressKind, AddressTarget, parse_reply_address
 from leadcrm.ids import uuid7
 from leadcrm.services import mail_keys
-from leadcrm.services.conversations import find_or_create_thread, mark_contacted
+from leadcrm.services.conversations import error_code, find_or_create_thread, mark_contacted
 
 logger = logging.getLogger(__name__)
 
 METRICS_NAMESPACE = "LeadCRM"
+MISSING_OBJECT_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "404"})
 DROPPED_METRIC = "InboundEmailDropped"
 
 
@@ -59,7 +60,15 @@ class InboundOutcome:
 def receive_from_s3(bucket: str, key: str) -> InboundOutcome:
     """The ingestion consumer's entry point for one S3 ObjectCreated record (keys arrive URL-encoded)."""
     object_key = unquote_plus(key)
-    return receive_raw(s3.read_object(bucket, object_key), fallback_message_id=f"<{object_key}@s3>")
+    try:
+        raw = s3.read_object(bucket, object_key)
+    except Exception as error:
+        # An object that is gone (expired, deleted, or a test notification's) never will be there: retrying
+        # would only end in the DLQ. Anything else (throttling, a network error) is retried by the queue.
+        if error_code(error) in MISSING_OBJECT_CODES:
+            return _dropped("missing_object")
+        raise
+    return receive_raw(raw, fallback_message_id=f"<{object_key}@s3>")
 
 
 def resolve_recipient(address: str) -> AddressTarget | None:
