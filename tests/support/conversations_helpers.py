@@ -9,7 +9,7 @@ from email import policy
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import insert, select, update
 
 from leadcrm.db.engine import get_engine
 from leadcrm.db.tables import lead_consents, memberships, outbox
@@ -134,6 +134,26 @@ def set_thread_columns(conversation_id: Any, **values: Any) -> None:
     with get_engine().begin() as conn:
         conn.execute(
             update(conversations).where(conversations.c.id == uuid.UUID(str(conversation_id))).values(**values)
+        )
+
+
+def set_inbound(conversation_id: Any, external_message_id: str, body: str = "A reply") -> None:
+    """An inbound message as recordInbound leaves it (for tests about what comes after one)."""
+    from leadcrm.ids import uuid7
+
+    thread = thread_row(conversation_id)
+    with get_engine().begin() as conn:
+        conn.execute(
+            insert(conversation_messages).values(
+                id=uuid7(),
+                organization_id=thread["organization_id"],
+                conversation_id=thread["id"],
+                direction="inbound",
+                channel="email",
+                status="received",
+                body=body,
+                external_message_id=external_message_id,
+            )
         )
 
 
