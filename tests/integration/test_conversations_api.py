@@ -24,7 +24,7 @@ from tests.support.lead_moves_helpers import create_lead
 
 
 @pytest.fixture
-def owner():
+def owner(event_bus):
     return make_caller(role="owner")
 
 

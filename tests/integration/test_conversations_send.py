@@ -34,7 +34,7 @@ from tests.support.lead_moves_helpers import create_lead, lead_row, outbox_event
 
 
 @pytest.fixture(autouse=True)
-def _ses() -> None:
+def _ses(event_bus) -> None:
     verify_sender()
 
 

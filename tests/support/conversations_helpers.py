@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import email
 import json
+import re
 import uuid
 from email import policy
 from pathlib import Path
@@ -83,9 +84,13 @@ def mail_text(message: email.message.EmailMessage) -> str:
     return body.get_content()
 
 
-def fixture_mail(name: str, reply_to: str) -> bytes:
-    """A real client's mail from tests/fixtures/email with our address where {{REPLY_TO}} stands."""
-    return (FIXTURES / name).read_bytes().replace(b"{{REPLY_TO}}", reply_to.encode())
+def fixture_mail(name: str, reply_to: str, *, message_id: str | None = None) -> bytes:
+    """A real client's mail from tests/fixtures/email with our address where {{REPLY_TO}} stands, and a
+    Message-ID of its own (`message_id`, else a fresh one): the test database is shared by every test, and
+    recordInbound deduplicates on the Message-ID as the mail systems make it, unique per message."""
+    raw = (FIXTURES / name).read_bytes().replace(b"{{REPLY_TO}}", reply_to.encode())
+    new_id = (message_id or f"<{uuid.uuid4().hex}@test.example>").encode()
+    return re.sub(rb"(?im)^(message-id:)[^\r\n]*", lambda m: m.group(1) + b" " + new_id, raw, count=1)
 
 
 def make_inbound_bucket() -> None:
