@@ -66,9 +66,9 @@ def _with_message(thread: dict, message: dict | None) -> ConversationWithMessage
     "gates of `POST …/messages`.",
     responses={404: {"description": "LEAD_NOT_FOUND, MEMBER_NOT_FOUND"}, **SEND_RESPONSES},
 )
-def open_conversation(orgId: str, body: Annotated[OpenConversationBody, Body()]) -> Response[
-    Envelope[ConversationWithMessage]
-]:
+def open_conversation(
+    orgId: str, body: Annotated[OpenConversationBody, Body()]
+) -> Response[Envelope[ConversationWithMessage]]:
     def thread_of(uow: UnitOfWork, actor: Actor) -> uuid.UUID:
         thread, _ = service.open_thread(
             uow.connection, actor, body.channel, lead_id=body.lead_id, membership_id=body.membership_id

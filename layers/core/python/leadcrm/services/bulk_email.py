@@ -221,10 +221,15 @@ def run_bulk_email(
     interval = 1.0 / rate
     started = clock()
     stats = {"sent": 0, "failed": 0, "skipped": 0, "interrupted": _expire_stale_claims()}
+    deadline = started + run_seconds
     next_send = started
-    while clock() - started < run_seconds:
-        room = int((run_seconds - (clock() - started)) * rate)
-        claimed, skipped = _claim(min(CHUNK_SIZE, max(room, 1)))
+    while True:
+        start_at = max(next_send, clock())
+        if start_at >= deadline:
+            break
+        # How many sends can still start before the deadline at this rate.
+        room = int((deadline - start_at) * rate - 1e-9) + 1
+        claimed, skipped = _claim(min(CHUNK_SIZE, room))
         stats["skipped"] += skipped
         if not claimed:
             if not skipped:
@@ -265,7 +270,7 @@ def _claim(limit: int) -> tuple[list[Claimed], int]:
     whose email was revoked (or removed) since the job was made are skipped here. (claimed, skipped)."""
     with UnitOfWork() as uow:
         conn = uow.connection
-        picked = (
+        picked = conn.execute(
             select(bulk_email_recipients.c.job_id, bulk_email_recipients.c.lead_id)
             .select_from(
                 bulk_email_recipients.join(bulk_email_jobs, bulk_email_jobs.c.id == bulk_email_recipients.c.job_id)
@@ -333,8 +338,11 @@ def _claim(limit: int) -> tuple[list[Claimed], int]:
         if claimed:
             conn.execute(
                 update(bulk_email_recipients)
-                .where(func.row(bulk_email_recipients.c.job_id, bulk_email_recipients.c.lead_id).in_(
-                    [(c.job_id, c.lead_id) for c in claimed]))  # fmt: skip
+                .where(
+                    func.row(bulk_email_recipients.c.job_id, bulk_email_recipients.c.lead_id).in_(
+                        [(c.job_id, c.lead_id) for c in claimed]
+                    )
+                )  # fmt: skip
                 .values(status="sending", claimed_at=func.now())
             )
             conn.execute(

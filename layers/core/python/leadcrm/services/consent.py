@@ -196,9 +196,7 @@ def consent_view(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUI
         dict(r)
         for r in conn.execute(
             select(lead_consent_events)
-            .where(
-                lead_consent_events.c.organization_id == organization_id, lead_consent_events.c.lead_id == lead_id
-            )
+            .where(lead_consent_events.c.organization_id == organization_id, lead_consent_events.c.lead_id == lead_id)
             .order_by(lead_consent_events.c.occurred_at.desc(), lead_consent_events.c.id.desc())
             .limit(HISTORY_LIMIT)
         ).mappings()

@@ -405,8 +405,13 @@ def _insert_message(conn: Connection, thread: dict[str, Any], **values: Any) -> 
     row = (
         conn.execute(
             insert(conversation_messages)
-            .values(id=uuid7(), organization_id=thread["organization_id"], conversation_id=thread["id"],
-                    channel=thread["channel"], **values)  # fmt: skip
+            .values(
+                id=uuid7(),
+                organization_id=thread["organization_id"],
+                conversation_id=thread["id"],
+                channel=thread["channel"],
+                **values,
+            )  # fmt: skip
             .returning(*MESSAGE_COLUMNS)
         )
         .mappings()
@@ -500,9 +505,7 @@ def queue_email(
 
 def _contact(conn: Connection, thread: dict[str, Any]) -> Contact:
     if thread["lead_id"] is not None:
-        lead = conn.execute(
-            select(leads.c.email, leads.c.locale).where(leads.c.id == thread["lead_id"])
-        ).one()
+        lead = conn.execute(select(leads.c.email, leads.c.locale).where(leads.c.id == thread["lead_id"])).one()
         return Contact(address=lead.email, locale=lead.locale, lead_id=thread["lead_id"])
     member = conn.execute(
         select(users.c.email, memberships.c.notification_prefs)
@@ -530,8 +533,11 @@ def deliver(queued: QueuedEmail, send: Sender | None = None) -> Delivery:
         code = error_code(error)
         logger.warning(
             "email not sent",
-            extra={"messageId": str(queued.message["id"]), "conversationId": str(queued.conversation_id),
-                   "errorCode": code},  # fmt: skip
+            extra={
+                "messageId": str(queued.message["id"]),
+                "conversationId": str(queued.conversation_id),
+                "errorCode": code,
+            },  # fmt: skip
         )
         return Delivery(error=f"{code}: {error}"[:MAX_ERROR_LENGTH])
 
@@ -549,8 +555,11 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
     """Step 3: the outcome on the message; on success the lead's stamp and the move to contacted."""
     conn = uow.connection
     values: dict[str, Any] = (
-        {"status": MessageStatus.SENT.value, "provider_message_id": delivery.provider_message_id,
-         "sent_at": func.now()}  # fmt: skip
+        {
+            "status": MessageStatus.SENT.value,
+            "provider_message_id": delivery.provider_message_id,
+            "sent_at": func.now(),
+        }  # fmt: skip
         if delivery.sent
         else {"status": MessageStatus.FAILED.value, "error": delivery.error}
     )
@@ -611,4 +620,3 @@ def send_email(
         thread = get_thread(uow.connection, actor.organization_id, conversation_id)
         uow.commit()
     return thread, message
-

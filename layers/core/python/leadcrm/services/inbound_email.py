@@ -96,8 +96,11 @@ def receive_raw(raw: bytes, *, fallback_message_id: str) -> InboundOutcome:
         uow.commit()
     logger.info(
         "inbound email",
-        extra={"outcome": outcome.outcome, "conversationId": str(outcome.conversation_id),
-               "messageId": str(outcome.message_id)},  # fmt: skip
+        extra={
+            "outcome": outcome.outcome,
+            "conversationId": str(outcome.conversation_id),
+            "messageId": str(outcome.message_id),
+        },  # fmt: skip
     )
     return outcome
 
