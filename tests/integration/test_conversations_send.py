@@ -78,7 +78,7 @@ def test_the_subject_is_stored_once_and_reused_with_re(owner):
     assert thread_row(conversation["id"])["subject"] == "Trial class"
 
 
-@pytest.mark.parametrize(("locale", "expected"), [("en", "A message from {org}"), ("he-IL", "הודעה מ{org}")])
+@pytest.mark.parametrize(("locale", "expected"), [("en", "A message from {org}"), ("he-IL", "הודעה מאת {org}")])
 def test_a_blank_subject_is_the_default_in_the_leads_language(owner, locale, expected):
     lead = create_lead(owner, email="dana@example.com", locale=locale)
     response = email_lead(owner, lead["id"], "Hi", subject="   ")

@@ -131,8 +131,8 @@ def test_re_is_never_doubled():
 
 @pytest.mark.parametrize(
     ("locales", "expected"),
-    [(("en",), "A message from Studio"), (("he",), "הודעה מStudio"), (("he-IL",), "הודעה מStudio"),
-     ((None, "he"), "הודעה מStudio"), (("fr",), "A message from Studio"), ((None, None), "A message from Studio")],
+    [(("en",), "A message from Studio"), (("he",), "הודעה מאת Studio"), (("he-IL",), "הודעה מאת Studio"),
+     ((None, "he"), "הודעה מאת Studio"), (("fr",), "A message from Studio"), ((None, None), "A message from Studio")],
 )  # fmt: skip
 def test_a_blank_subject_falls_back_to_a_default_in_the_contacts_language(locales, expected):
     assert plan_subject(None, "   ", "Studio", *locales).subject == expected

@@ -8,6 +8,7 @@ ended: `sent` with the provider's id, or `failed` with the error (the message is
 from __future__ import annotations
 
 import uuid
+from enum import StrEnum
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
@@ -45,7 +46,9 @@ SEND_RESPONSES = {
 }
 
 
-class AssignedFilter:
+class AssignedFilter(StrEnum):
+    """Resolved on the server: `me` is the caller, never an id the client sends."""
+
     ME = "me"
     UNASSIGNED = "unassigned"
 
@@ -100,7 +103,7 @@ def open_conversation(
 def inbox(
     orgId: str,
     status: Annotated[ConversationStatus | None, Query()] = None,
-    assignedTo: Annotated[str | None, Query(pattern="^(me|unassigned)$")] = None,
+    assignedTo: Annotated[AssignedFilter | None, Query()] = None,
     unread: Annotated[bool, Query()] = False,
     leadId: Annotated[uuid.UUID | None, Query()] = None,
     channel: Annotated[Channel | None, Query()] = None,
@@ -109,8 +112,8 @@ def inbox(
 ) -> ListEnvelope[Conversation]:
     filters = service.InboxFilters(
         status=status,
-        assigned_to_me=assignedTo == AssignedFilter.ME,
-        unassigned=assignedTo == AssignedFilter.UNASSIGNED,
+        assigned_to_me=assignedTo is AssignedFilter.ME,
+        unassigned=assignedTo is AssignedFilter.UNASSIGNED,
         unread_only=unread,
         lead_id=leadId,
         channel=channel,

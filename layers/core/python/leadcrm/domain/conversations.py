@@ -55,7 +55,7 @@ def member_contact_key(membership_id: uuid.UUID) -> str:
 # The subject of a first message sent without one, in the contact's language (G9 step 4).
 DEFAULT_SUBJECTS = {
     "en": "A message from {organization}",
-    "he": "הודעה מ{organization}",
+    "he": "הודעה מאת {organization}",
 }
 DEFAULT_LANGUAGE = "en"
 REPLY_PREFIX = "Re: "
