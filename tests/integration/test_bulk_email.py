@@ -312,6 +312,15 @@ def test_an_audience_must_be_named_and_match_someone(owner):
     assert _create(owner, {"search": "nobody-at-all"}).error_code == "AUDIENCE_EMPTY"
 
 
+def test_an_audience_larger_than_the_limit_is_refused_and_nothing_is_kept(owner, monkeypatch):
+    monkeypatch.setattr("leadcrm.services.bulk_email.MAX_AUDIENCE", 2)
+    leads = [create_lead(owner, email=f"l{i}@example.com") for i in range(3)]
+    assert _create(owner, _ids(*leads)).error_code == "AUDIENCE_TOO_LARGE"
+    assert _create(owner, _ids(*leads[:2])).status == 202
+    stats, _ = _run()
+    assert stats["sent"] == 2
+
+
 def test_another_organizations_leads_are_never_in_the_audience(owner):
     stranger = make_caller(role="owner")
     theirs = create_lead(stranger, email="theirs@example.com")

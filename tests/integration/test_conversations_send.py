@@ -188,6 +188,16 @@ def test_an_ses_error_keeps_the_message_as_failed_and_changes_nothing_else(owner
     assert stored["status"] == "failed"
 
 
+def test_a_failed_first_message_stores_no_subject_so_the_retry_is_no_reply(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    with mock.patch("leadcrm.adapters.ses.send_mime", side_effect=_ses_failure):
+        conversation = email_lead(owner, lead["id"], "Hello", subject="Trial").data["conversation"]
+    assert thread_row(conversation["id"])["subject"] is None
+    retry = send(owner, conversation["id"], "Hello again", subject="Trial")
+    assert retry.data["message"]["subject"] == "Trial"
+    assert thread_row(conversation["id"])["subject"] == "Trial"
+
+
 def test_a_failed_message_is_on_the_leads_timeline(owner):
     lead = create_lead(owner, email="dana@example.com")
     with mock.patch("leadcrm.adapters.ses.send_mime", side_effect=_ses_failure):

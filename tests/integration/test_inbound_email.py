@@ -28,7 +28,7 @@ from tests.support.conversations_helpers import (
     threads_of_org,
     verify_sender,
 )
-from tests.support.factories import make_caller
+from tests.support.factories import make_caller, make_membership, make_user
 from tests.support.lead_moves_helpers import create_lead, lead_row
 
 NO_FAILURES = {"batchItemFailures": []}
@@ -185,6 +185,16 @@ def test_an_s3_object_that_is_gone_is_dropped_not_retried(owner):
 
     event = sqs_event(sqs_record(s3_notification("inbound/never-written")))
     assert lambda_handler(event, lambda_context("leadcrm-ingestion")) == NO_FAILURES
+
+
+def test_a_member_threads_reply_is_recorded_without_a_lead(owner):
+    member = make_membership(owner.organization, make_user(email="member@example.com"), role="member")
+    conversation = open_conversation(owner, {"membershipId": str(member.id), "body": "Class moved to 19:00"})
+    conversation_id = conversation.data["conversation"]["id"]
+    deliver_inbound(fixture_mail("apple_mail_reply_plain.eml", _thread_address(conversation_id)))
+    assert thread_row(conversation_id)["unread_count"] == 1
+    [event] = outbox_of(conversation_id, "conversation.inbound_received")
+    assert event["payload"]["leadId"] is None
 
 
 # -- replies to bulk mail -----------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Connection, and_, case, func, insert, literal, literal_column, select, update
+from sqlalchemy import Connection, and_, case, func, insert, literal, select, update
 
 from leadcrm.adapters import ses
 from leadcrm.db.tables import lead_consents, leads, organizations
@@ -133,11 +133,11 @@ def create_job(conn: Connection, actor: Actor, subject: str, body: str, audience
         .where(leads.c.organization_id == actor.organization_id)
     )
     inserted = conn.execute(
-        insert(bulk_email_recipients)
-        .from_select(["job_id", "lead_id", "organization_id", "status", "skip_reason"], rows)
-        .returning(literal_column("1"))
-    ).all()
-    if len(inserted) > MAX_AUDIENCE:
+        insert(bulk_email_recipients).from_select(
+            ["job_id", "lead_id", "organization_id", "status", "skip_reason"], rows
+        )
+    ).rowcount
+    if inserted > MAX_AUDIENCE:  # the transaction rolls back: nothing of the job is kept
         raise BadRequest(f"An audience has at most {MAX_AUDIENCE} leads.", code="AUDIENCE_TOO_LARGE")
     if not inserted:
         raise BadRequest("No lead matches this audience.", code="AUDIENCE_EMPTY")

@@ -8,9 +8,10 @@ database transaction open and never loses the message:
 
 1. `queue_email`: under the thread's row lock, the gate (lead consent on email → 403 LEAD_CHANNEL_BLOCKED;
    a member's explicit `newMessage.email: false` → 403 MEMBER_EMAIL_OPTED_OUT), both before the insert;
-   then the subject (stored once, "Re:" after; a blank first subject → the default in the contact's
-   language), In-Reply-To/References to the contact's last inbound message, the signed Reply-To, and the
-   message row as `queued`. Committed before SES is called.
+   then the subject (the thread's stored one with "Re:"; for the first message its own, or for a blank
+   one the default in the contact's language, stored once it is sent), In-Reply-To/References to the
+   contact's last inbound message, the signed Reply-To, and the message row as `queued`. Committed before
+   SES is called.
 2. `deliver`: one SES call (raw MIME, the thread's headers).
 3. `record_delivery`: `sent` with the SES message id (leads.last_outbound_at stamped; a new lead moved to
    contacted, best-effort), or `failed` with the error, and nothing else changed (spec "Notification
@@ -436,6 +437,9 @@ class QueuedEmail:
     mail: ses.OutboundMail
     conversation_id: uuid.UUID
     lead_id: uuid.UUID | None
+    # The subject the thread keeps once this first message is sent (a failed one stores nothing, so a
+    # retry is not a "Re:" to a mail the contact never got).
+    store_subject: str | None = None
 
 
 @dataclass(frozen=True)
@@ -466,8 +470,6 @@ def queue_email(
         select(organizations.c.name, organizations.c.locale).where(organizations.c.id == actor.organization_id)
     ).one()
     plan = plan_subject(thread["subject"], subject, organization.name, contact.locale, organization.locale)
-    if plan.store is not None:
-        conn.execute(update(conversations).where(conversations.c.id == thread["id"]).values(subject=plan.store))
     last_inbound = conn.execute(
         select(conversation_messages.c.external_message_id)
         .where(
@@ -500,7 +502,13 @@ def queue_email(
         to_address=contact.address,
         in_reply_to=last_inbound,
     )
-    return QueuedEmail(message=message, mail=mail, conversation_id=thread["id"], lead_id=contact.lead_id)
+    return QueuedEmail(
+        message=message,
+        mail=mail,
+        conversation_id=thread["id"],
+        lead_id=contact.lead_id,
+        store_subject=plan.store,
+    )
 
 
 def _contact(conn: Connection, thread: dict[str, Any]) -> Contact:
@@ -573,6 +581,12 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
         .mappings()
         .one()
     )
+    if delivery.sent and queued.store_subject is not None:
+        conn.execute(
+            update(conversations)
+            .where(conversations.c.id == queued.conversation_id)
+            .values(subject=func.coalesce(conversations.c.subject, queued.store_subject))
+        )
     if delivery.sent and queued.lead_id is not None:
         conn.execute(
             update(leads)
