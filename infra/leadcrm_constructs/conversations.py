@@ -10,12 +10,12 @@
 
 from collections.abc import Sequence
 
-from aws_cdk import Stack
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagSuppressions
 from constructs import Construct
+
+from infra.leadcrm_constructs.ses_grants import grant_send_email
 
 
 class Conversations(Construct):
@@ -58,24 +58,8 @@ class Conversations(Construct):
         api.add_environment("MAIL_FROM", mail_from)
         bulk_sender.add_environment("PUBLIC_API_URL", public_api_url)
 
-        stack = Stack.of(self)
-        api.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["ses:SendEmail"],
-                resources=[stack.format_arn(service="ses", resource="identity", resource_name="*")],
-            )
-        )
-        NagSuppressions.add_resource_suppressions(
+        grant_send_email(
             api,
-            [
-                {
-                    "id": "AwsSolutions-IAM5",
-                    "reason": "ses:SendEmail on the SES identities of this account and region: conversation "
-                    "mail is sent from MAIL_FROM, an identity chosen per deployment; no other SES action.",
-                    "applies_to": [
-                        {"regex": "/^Resource::arn:<AWS::Partition>:ses:<AWS::Region>:<AWS::AccountId>:identity/\\*$/"}
-                    ],
-                }
-            ],
-            apply_to_children=True,
+            "ses:SendEmail on the SES identities of this account and region: conversation mail is sent from "
+            "MAIL_FROM, an identity chosen per deployment; no other SES action is granted.",
         )

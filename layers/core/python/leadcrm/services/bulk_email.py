@@ -38,6 +38,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, case, func, insert, literal, select, update
 
 from leadcrm.adapters import ses
+from leadcrm.adapters.aws import error_code
 from leadcrm.db.tables import lead_consents, leads, organizations
 from leadcrm.db.tables_conversations import bulk_email_jobs, bulk_email_recipients
 from leadcrm.db.uow import UnitOfWork
@@ -49,7 +50,6 @@ from leadcrm.errors import BadRequest, NotFound
 from leadcrm.ids import uuid7
 from leadcrm.services import consent, mail_keys
 from leadcrm.services.activity import record_activities
-from leadcrm.services.conversations import error_code
 from leadcrm.services.lead_queries import matching_lead_ids
 
 logger = logging.getLogger(__name__)

@@ -30,6 +30,7 @@ from leadcrm.domain.access import Actor
 from leadcrm.errors import NotFound
 from leadcrm.ids import uuid7
 from leadcrm.services.activity import record_activity
+from leadcrm.services.lead_moves import lock_lead
 
 
 class ConsentChannel(StrEnum):
@@ -160,17 +161,16 @@ def revoke_if_allowed(
 # -- the consent API's use cases --------------------------------------------------------------------------
 
 
-def _require_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID, *, lock: bool = False) -> None:
+def require_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
+    """404 LEAD_NOT_FOUND unless the lead is in the organization (another organization's answers the same)."""
     query = select(leads.c.id).where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
-    if lock:
-        query = query.with_for_update()
     if conn.execute(query).first() is None:
         raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
 
 
 def consent_view(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict[str, Any]:
     """Each channel's current state (allowed unless revoked) and the ledger, newest first (last 100)."""
-    _require_lead(conn, organization_id, lead_id)
+    require_lead(conn, organization_id, lead_id)
     current = {
         row.channel: row
         for row in conn.execute(
@@ -206,7 +206,7 @@ def consent_view(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUI
 
 def set_consent(conn: Connection, actor: Actor, lead_id: uuid.UUID, change: ConsentChange) -> dict[str, Any]:
     """A staff grant or revocation: the ledger row names the actor, the timeline says who changed what."""
-    _require_lead(conn, actor.organization_id, lead_id, lock=True)
+    lock_lead(conn, actor.organization_id, lead_id)  # 404 for another organization's lead
     record_changes(conn, actor.organization_id, lead_id, [change], actor.user_id)
     record_activity(
         conn,

@@ -43,10 +43,11 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.adapters import ses
+from leadcrm.adapters.aws import error_code
 from leadcrm.db.tables import leads, memberships, organizations, users
 from leadcrm.db.tables_conversations import conversation_messages, conversations
 from leadcrm.db.uow import UnitOfWork
-from leadcrm.domain.access import Actor, MembershipStatus
+from leadcrm.domain.access import Actor
 from leadcrm.domain.conversations import (
     Channel,
     ConversationStatus,
@@ -64,6 +65,7 @@ from leadcrm.errors import BadRequest, Forbidden, NotFound
 from leadcrm.ids import uuid7
 from leadcrm.services import consent, mail_keys
 from leadcrm.services.lead_moves import LeadUpdate, lock_lead, update_lead
+from leadcrm.services.ownership import is_active_member
 
 logger = logging.getLogger(__name__)
 
@@ -125,14 +127,6 @@ def find_or_create_thread(
     return dict(row), False
 
 
-def require_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
-    found = conn.execute(
-        select(leads.c.id).where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
-    ).first()
-    if found is None:
-        raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
-
-
 def require_member(conn: Connection, organization_id: uuid.UUID, membership_id: uuid.UUID) -> None:
     found = conn.execute(
         select(memberships.c.id).where(
@@ -154,7 +148,7 @@ def open_thread(
     membership_id: uuid.UUID | None = None,
 ) -> tuple[dict[str, Any], bool]:
     if lead_id is not None:
-        require_lead(conn, actor.organization_id, lead_id)
+        consent.require_lead(conn, actor.organization_id, lead_id)
     else:
         assert membership_id is not None
         require_member(conn, actor.organization_id, membership_id)
@@ -350,16 +344,8 @@ def mark_read(conn: Connection, actor: Actor, conversation_id: uuid.UUID) -> dic
 
 
 def require_active_member(conn: Connection, organization_id: uuid.UUID, user_id: uuid.UUID) -> None:
-    """400 ASSIGNEE_NOT_MEMBER unless the user is an active member here; never says who they are."""
-    found = conn.execute(
-        select(memberships.c.id).where(
-            memberships.c.organization_id == organization_id,
-            memberships.c.user_id == user_id,
-            memberships.c.deleted_at.is_(None),
-            memberships.c.status == MembershipStatus.ACTIVE.value,
-        )
-    ).first()
-    if found is None:
+    """400 ASSIGNEE_NOT_MEMBER unless the user is an active member here (any role); never says who they are."""
+    if not is_active_member(conn, organization_id, user_id):
         raise BadRequest("The assignee must be an active member of this organization.", code="ASSIGNEE_NOT_MEMBER")
 
 
@@ -548,15 +534,6 @@ def deliver(queued: QueuedEmail, send: Sender | None = None) -> Delivery:
             },  # fmt: skip
         )
         return Delivery(error=f"{code}: {error}"[:MAX_ERROR_LENGTH])
-
-
-def error_code(error: Exception) -> str:
-    response = getattr(error, "response", None)
-    if isinstance(response, dict):
-        code = response.get("Error", {}).get("Code")
-        if code:
-            return str(code)
-    return type(error).__name__
 
 
 def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery: Delivery) -> dict[str, Any]:

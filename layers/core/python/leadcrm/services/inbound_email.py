@@ -29,6 +29,7 @@ from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.adapters import s3
+from leadcrm.adapters.aws import error_code
 from leadcrm.db.tables import leads
 from leadcrm.db.tables_conversations import conversation_messages, conversations
 from leadcrm.db.uow import UnitOfWork
@@ -39,7 +40,7 @@ from leadcrm.domain.inbound_email import InboundEmail, parse_inbound
 from leadcrm.domain.reply_addresses import AddressKind, AddressTarget, parse_reply_address
 from leadcrm.ids import uuid7
 from leadcrm.services import mail_keys
-from leadcrm.services.conversations import error_code, find_or_create_thread, mark_contacted
+from leadcrm.services.conversations import find_or_create_thread, mark_contacted
 
 logger = logging.getLogger(__name__)
 
