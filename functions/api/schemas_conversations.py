@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from pydantic import Field, model_validator
 
 from api.schemas import CamelModel, OutModel
 from leadcrm.domain.conversations import MAX_SUBJECT_LENGTH, Channel, ConversationStatus
-from leadcrm.domain.lead_list import MAX_STAGE_IDS, MAX_TAG_IDS, SEARCH_MAX_LENGTH, SEARCH_MIN_LENGTH
+from leadcrm.domain.lead_list import (
+    MAX_STAGE_IDS,
+    MAX_TAG_IDS,
+    SEARCH_MAX_LENGTH,
+    SEARCH_MIN_LENGTH,
+    ArchivedFilter,
+    AssignedToFilter,
+)
 from leadcrm.domain.statuses import StageCategory
 from leadcrm.services.consent import ConsentChannel, ConsentStatus, LegalBasis
 
@@ -148,17 +154,6 @@ class LeadConsent(OutModel):
 # -- bulk email -----------------------------------------------------------------------------------------
 
 
-class ArchivedAudience(StrEnum):
-    LIVE = "false"
-    ARCHIVED = "true"
-    ALL = "all"
-
-
-class AssignedAudience(StrEnum):
-    ME = "me"
-    UNASSIGNED = "unassigned"
-
-
 class BulkAudience(CamelModel):
     """Who gets the mail: every condition given must hold (AND). A pipeline with stageIds (and the legacy
     single stageId, united) selects on the lead's effective stage in that pipeline; includeTagIds keeps
@@ -173,9 +168,9 @@ class BulkAudience(CamelModel):
     exclude_tag_ids: list[uuid.UUID] | None = Field(default=None, max_length=MAX_TAG_IDS)
     statuses: list[StageCategory] | None = Field(default=None, max_length=len(StageCategory))
     campaign_id: uuid.UUID | None = None
-    assigned_to: AssignedAudience | None = None
+    assigned_to: AssignedToFilter | None = None
     is_test: bool | None = None
-    archived: ArchivedAudience = ArchivedAudience.LIVE
+    archived: ArchivedFilter = ArchivedFilter.LIVE
     search: str | None = Field(default=None, min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)
     # Say so to mail every (live) lead of the organization: an empty audience is refused otherwise.
     all_leads: bool = False

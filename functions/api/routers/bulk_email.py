@@ -21,7 +21,7 @@ from api.http import caller, entity_id, json_response
 from api.schemas import Envelope
 from api.schemas_conversations import BulkAudience, BulkEmailBody, BulkEmailJob
 from leadcrm.db.uow import UnitOfWork
-from leadcrm.domain.lead_list import ArchivedFilter, AssignedToFilter, LeadListFilters, parse_search, unique
+from leadcrm.domain.lead_list import LeadListFilters, parse_search, unique
 from leadcrm.domain.reply_addresses import parse_unsubscribe_token
 from leadcrm.services import bulk_email, mail_keys
 from leadcrm.services.access import require_staff
@@ -40,8 +40,8 @@ def audience_of(body: BulkAudience) -> bulk_email.Audience:
         stage_ids=stage_ids,
         tag_ids=unique(body.include_tag_ids),
         campaign_id=body.campaign_id,
-        archived=ArchivedFilter(body.archived.value),
-        assigned_to=AssignedToFilter(body.assigned_to.value) if body.assigned_to else None,
+        archived=body.archived,
+        assigned_to=body.assigned_to,
         is_test=body.is_test,
         search=parse_search(body.search),
     )
