@@ -240,3 +240,50 @@ def test_a_lead_erased_later_takes_its_threads_with_it(owner):
     conversation = email_lead(owner, lead["id"]).data["conversation"]
     assert call_api("DELETE", leads_path(owner.org_id, lead["id"]), sub=owner.sub).status in (200, 204)
     assert threads_of_org(owner.org_id) == [] and messages_of(conversation["id"]) == []
+
+
+def _send_with_key(caller, conversation_id, key, body="Hello"):
+    return call_api(
+        "POST",
+        f"/organizations/{caller.org_id}/conversations/{conversation_id}/messages",
+        sub=caller.sub,
+        body={"body": body},
+        headers={"idempotency-key": key},
+    )
+
+
+def test_a_send_retried_with_its_idempotency_key_mails_once_and_answers_the_first_outcome(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    conversation = open_conversation(owner, {"leadId": lead["id"]}).data["conversation"]
+    first = _send_with_key(owner, conversation["id"], "send-1")
+    again = _send_with_key(owner, conversation["id"], "send-1")
+    assert (first.status, again.status) == (201, 201)
+    assert again.headers.get("idempotent-replayed") == "true"
+    assert again.data["message"]["id"] == first.data["message"]["id"]
+    assert len(sent_mails()) == 1 and len(messages_of(conversation["id"])) == 1
+
+
+def test_an_idempotency_key_reused_with_another_body_is_a_422(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    conversation = open_conversation(owner, {"leadId": lead["id"]}).data["conversation"]
+    _send_with_key(owner, conversation["id"], "send-2", body="Hello")
+    response = _send_with_key(owner, conversation["id"], "send-2", body="Something else")
+    assert (response.status, response.error_code) == (422, "IDEMPOTENCY_KEY_REUSED")
+    assert len(sent_mails()) == 1
+
+
+def test_a_retry_while_the_first_send_is_still_with_ses_is_a_409_and_mails_nothing_more(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    conversation = open_conversation(owner, {"leadId": lead["id"]}).data["conversation"]
+    seen = {}
+
+    def _retry_meanwhile(mail):
+        seen["retry"] = _send_with_key(owner, conversation["id"], "send-3")
+        return "ses-id"
+
+    with mock.patch("leadcrm.adapters.ses.send_mime", side_effect=_retry_meanwhile):
+        first = _send_with_key(owner, conversation["id"], "send-3")
+    assert first.status == 201
+    assert (seen["retry"].status, seen["retry"].error_code) == (409, "SEND_IN_PROGRESS")
+    assert len(messages_of(conversation["id"])) == 1
+    assert _send_with_key(owner, conversation["id"], "send-3").data["message"]["providerMessageId"] == "ses-id"

@@ -8,14 +8,16 @@ ended: `sent` with the provider's id, or `failed` with the error (the message is
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
+from api.idempotent import REPLAYED_HEADER
 from api.schemas import Envelope, ListEnvelope
 from api.schemas_conversations import (
     AssignBody,
@@ -30,7 +32,9 @@ from api.schemas_conversations import (
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.domain.conversations import MAX_CURSOR_LENGTH, Channel, ConversationStatus, decode_keyset_cursor
+from leadcrm.errors import Conflict
 from leadcrm.services import conversations as service
+from leadcrm.services import idempotency
 from leadcrm.services.access import require_staff
 
 router = APIGatewayHttpRouter()
@@ -70,7 +74,9 @@ def _with_message(thread: dict, message: dict | None) -> ConversationWithMessage
     responses={404: {"description": "LEAD_NOT_FOUND, MEMBER_NOT_FOUND"}, **SEND_RESPONSES},
 )
 def open_conversation(
-    orgId: str, body: Annotated[OpenConversationBody, Body()]
+    orgId: str,
+    body: Annotated[OpenConversationBody, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
 ) -> Response[Envelope[ConversationWithMessage]]:
     def thread_of(uow: UnitOfWork, actor: Actor) -> uuid.UUID:
         thread, _ = service.open_thread(
@@ -79,10 +85,7 @@ def open_conversation(
         return thread["id"]
 
     if body.body is not None:
-        thread, message = service.send_email(
-            lambda uow: require_staff(caller(uow, router, orgId)), thread_of, body.body, body.subject
-        )
-        return json_response(201, Envelope[ConversationWithMessage](data=_with_message(thread, message)))
+        return _send(orgId, thread_of, body.body, body.subject, idempotency_key, body.model_dump(mode="json"))
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         row, created = service.open_thread(
@@ -181,18 +184,51 @@ def messages(
     "member with `notificationPrefs.newMessage.email: false` → 403 MEMBER_EMAIL_OPTED_OUT. The subject is "
     "stored by the first message (a blank one → a default in the contact's language) and reused with `Re:`; "
     "Reply-To is the thread's signed address; In-Reply-To/References name the contact's last message. A "
-    "delivery failure answers 201 with `status: failed` and the error: the message is kept.",
+    "delivery failure answers 201 with `status: failed` and the error: the message is kept. With an "
+    "`Idempotency-Key`, a retry answers the first outcome and never mails twice (409 SEND_IN_PROGRESS while "
+    "the first is still being sent).",
     responses=SEND_RESPONSES,
 )
 def send_message(
-    orgId: str, conversationId: str, body: Annotated[SendMessageBody, Body()]
+    orgId: str,
+    conversationId: str,
+    body: Annotated[SendMessageBody, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
 ) -> Response[Envelope[ConversationWithMessage]]:
-    thread, message = service.send_email(
-        lambda uow: require_staff(caller(uow, router, orgId)),
-        lambda uow, actor: entity_id(conversationId, "CONVERSATION_NOT_FOUND"),
-        body.body,
-        body.subject,
-    )
+    conversation_id = entity_id(conversationId, "CONVERSATION_NOT_FOUND")
+    request = {**body.model_dump(mode="json"), "conversationId": str(conversation_id)}
+    return _send(orgId, lambda uow, actor: conversation_id, body.body, body.subject, idempotency_key, request)
+
+
+def _send(
+    orgId: str,
+    thread_of: Callable[[UnitOfWork, Actor], uuid.UUID],
+    text: str,
+    subject: str | None,
+    idempotency_key: str | None,
+    request: dict[str, Any],
+) -> Response[Envelope[ConversationWithMessage]]:
+    """The send's two transactions (see services.conversations). With an Idempotency-Key, the key is claimed
+    with the queued message and answered with the outcome: a retried request never mails twice."""
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        scope = f"conversations.send:{actor.organization_id}"
+        if idempotency_key is not None:
+            replay = idempotency.claim(uow.connection, scope, idempotency_key, idempotency.request_fingerprint(request))
+            if replay is not None:
+                if replay.status == 0:  # claimed with its message, outcome not recorded (yet)
+                    raise Conflict("A send with this Idempotency-Key is in progress.", code="SEND_IN_PROGRESS")
+                return json_response(replay.status, replay.body, REPLAYED_HEADER)
+        queued = service.queue_email(uow.connection, actor, thread_of(uow, actor), text, subject)
+        uow.commit()
+
+    def remember(conn: Any, thread: dict[str, Any], message: dict[str, Any]) -> None:
+        if idempotency_key is not None:
+            answer = Envelope[ConversationWithMessage](data=_with_message(thread, message))
+            stored = idempotency.StoredResponse(201, answer.model_dump(mode="json", by_alias=True))
+            idempotency.remember(conn, scope, idempotency_key, stored)
+
+    thread, message = service.complete_send(actor, queued, on_recorded=remember)
     return json_response(201, Envelope[ConversationWithMessage](data=_with_message(thread, message)))
 
 

@@ -590,24 +590,20 @@ def mark_contacted(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID) -> bool:
         return False
 
 
-def send_email(
-    actor_of: Callable[[UnitOfWork], Actor],
-    conversation_of: Callable[[UnitOfWork, Actor], uuid.UUID],
-    body: str,
-    subject: str | None,
+def complete_send(
+    actor: Actor,
+    queued: QueuedEmail,
     *,
     send: Sender | None = None,
+    on_recorded: Callable[[Connection, dict[str, Any], dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The three steps: (thread after, message after). `actor_of` resolves and gates the caller inside the
-    first transaction; `conversation_of` names (or finds or creates) the thread in it."""
-    with UnitOfWork() as uow:
-        actor = actor_of(uow)
-        conversation_id = conversation_of(uow, actor)
-        queued = queue_email(uow.connection, actor, conversation_id, body, subject)
-        uow.commit()
+    """Steps 2 and 3 after the caller committed step 1: (thread after, message after). `on_recorded` runs in
+    the outcome's transaction (the API stores an Idempotency-Key's answer there)."""
     delivery = deliver(queued, send)
     with UnitOfWork() as uow:
         message = record_delivery(uow, actor, queued, delivery)
-        thread = get_thread(uow.connection, actor.organization_id, conversation_id)
+        thread = get_thread(uow.connection, actor.organization_id, queued.conversation_id)
+        if on_recorded is not None:
+            on_recorded(uow.connection, thread, message)
         uow.commit()
     return thread, message
