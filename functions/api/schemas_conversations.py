@@ -22,6 +22,8 @@ from leadcrm.domain.statuses import StageCategory
 from leadcrm.services.consent import ConsentChannel, ConsentStatus, LegalBasis
 
 MAX_BODY_LENGTH = 20_000
+# A subject is one header line: a line break in it is refused here, never sent on as a header injection.
+SUBJECT_PATTERN = r"^[^\r\n]*$"
 MAX_NOTE_LENGTH = 5_000
 MAX_AUDIENCE_IDS = 10_000
 
@@ -32,7 +34,7 @@ class OpenConversationBody(CamelModel):
     lead_id: uuid.UUID | None = None
     membership_id: uuid.UUID | None = None
     channel: Channel = Channel.EMAIL
-    subject: str | None = Field(default=None, max_length=MAX_SUBJECT_LENGTH)
+    subject: str | None = Field(default=None, max_length=MAX_SUBJECT_LENGTH, pattern=SUBJECT_PATTERN)
     body: str | None = Field(default=None, min_length=1, max_length=MAX_BODY_LENGTH)
 
     @model_validator(mode="after")
@@ -45,7 +47,7 @@ class OpenConversationBody(CamelModel):
 class SendMessageBody(CamelModel):
     body: str = Field(min_length=1, max_length=MAX_BODY_LENGTH)
     # Used only by a thread's first outbound message: later ones reuse the stored subject with "Re:".
-    subject: str | None = Field(default=None, max_length=MAX_SUBJECT_LENGTH)
+    subject: str | None = Field(default=None, max_length=MAX_SUBJECT_LENGTH, pattern=SUBJECT_PATTERN)
 
 
 class NoteBody(CamelModel):
@@ -186,7 +188,7 @@ class BulkAudience(CamelModel):
 
 
 class BulkEmailBody(CamelModel):
-    subject: str = Field(min_length=1, max_length=MAX_SUBJECT_LENGTH)
+    subject: str = Field(min_length=1, max_length=MAX_SUBJECT_LENGTH, pattern=SUBJECT_PATTERN)
     body: str = Field(min_length=1, max_length=MAX_BODY_LENGTH)
     audience: BulkAudience
 

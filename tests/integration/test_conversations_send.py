@@ -287,3 +287,10 @@ def test_a_retry_while_the_first_send_is_still_with_ses_is_a_409_and_mails_nothi
     assert (seen["retry"].status, seen["retry"].error_code) == (409, "SEND_IN_PROGRESS")
     assert len(messages_of(conversation["id"])) == 1
     assert _send_with_key(owner, conversation["id"], "send-3").data["message"]["providerMessageId"] == "ses-id"
+
+
+def test_a_subject_with_a_line_break_is_refused_before_anything_is_written(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    response = email_lead(owner, lead["id"], "Hi", subject="Hello\r\nBcc: victim@example.com")
+    assert (response.status, response.error_code) == (400, "VALIDATION_FAILED")
+    assert threads_of_org(owner.org_id) == [] and sent_mails() == []

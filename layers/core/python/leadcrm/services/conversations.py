@@ -398,7 +398,7 @@ def _insert_message(conn: Connection, thread: dict[str, Any], **values: Any) -> 
                 conversation_id=thread["id"],
                 channel=thread["channel"],
                 **values,
-            )  # fmt: skip
+            )
             .returning(*MESSAGE_COLUMNS)
         )
         .mappings()
