@@ -91,8 +91,8 @@ def test_dnc_revokes_every_channel_in_the_ledger_too(owner):
     call_api("POST", leads_path(owner.org_id, lead["id"]) + "/touches", sub=owner.sub,
              body={"channel": "call", "outcome": "dnc"})  # fmt: skip
     assert consent_state(lead["id"]) == {c: "revoked" for c in ("email", "sms", "whatsapp", "call")}
-    assert {(e["channel"], e["source"]) for e in consent_ledger(lead["id"])} == {
-        (c, "call_outcome_dnc") for c in ("email", "sms", "whatsapp", "call")
+    assert {(e["channel"], e["source"], e["actor_user_id"]) for e in consent_ledger(lead["id"])} == {
+        (c, "call_outcome_dnc", owner.user.id) for c in ("email", "sms", "whatsapp", "call")
     }
 
 
