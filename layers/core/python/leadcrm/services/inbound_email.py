@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote_plus
 
@@ -41,6 +42,7 @@ from leadcrm.domain.reply_addresses import AddressKind, AddressTarget, parse_rep
 from leadcrm.ids import uuid7
 from leadcrm.services import mail_keys
 from leadcrm.services.conversations import find_or_create_thread, mark_contacted
+from leadcrm.services.tickets_email import open_or_update_ticket_from_email, organization_for_support_address
 
 logger = logging.getLogger(__name__)
 
@@ -83,10 +85,13 @@ def receive_raw(raw: bytes, *, fallback_message_id: str) -> InboundOutcome:
     email = parse_inbound(raw)
     if email.dropped_reason is not None:
         return _dropped(email.dropped_reason)
+    external_id = email.message_id or fallback_message_id
+    ticket = _to_support_address(email, external_id)
+    if ticket is not None:
+        return ticket
     target = next((t for t in map(resolve_recipient, email.recipients) if t is not None), None)
     if target is None:
         return _dropped("unroutable")
-    external_id = email.message_id or fallback_message_id
     with UnitOfWork() as uow:
         thread = _thread_for(uow.connection, target)
         if thread is None:
@@ -104,6 +109,34 @@ def receive_raw(raw: bytes, *, fallback_message_id: str) -> InboundOutcome:
         },  # fmt: skip
     )
     return outcome
+
+
+def _to_support_address(email: InboundEmail, external_id: str) -> InboundOutcome | None:
+    """Mail to an organization's support address (`support+<token>@…`) opens a ticket or moves the one it
+    answers (services.tickets_email); None when no recipient is a support address."""
+    if email.from_address is None:
+        return None
+    with UnitOfWork() as uow:
+        for recipient in email.recipients:
+            organization_id = organization_for_support_address(uow.connection, recipient)
+            if organization_id is None:
+                continue
+            result = open_or_update_ticket_from_email(
+                uow,
+                organization_id,
+                email.from_address,
+                email.subject or "",
+                email.reply,
+                external_id,
+                datetime.now(UTC),
+                email.in_reply_to,
+            )
+            uow.commit()
+            logger.info(
+                "inbound email", extra={"outcome": f"ticket_{result.outcome}", "ticketId": str(result.ticket_id)}
+            )
+            return InboundOutcome(f"ticket_{result.outcome}")
+    return None
 
 
 def _thread_for(conn: Connection, target: AddressTarget) -> dict[str, Any] | None:
