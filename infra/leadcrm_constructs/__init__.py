@@ -3,6 +3,7 @@
 (Named ``leadcrm_constructs`` because ``constructs`` is the CDK base library itself.)
 """
 
+from infra.leadcrm_constructs.conversations import Conversations
 from infra.leadcrm_constructs.core_layer import CoreLayer
 from infra.leadcrm_constructs.database import Database
 from infra.leadcrm_constructs.dependencies_layer import DependenciesLayer
@@ -10,6 +11,7 @@ from infra.leadcrm_constructs.domain_events import DomainEvents
 from infra.leadcrm_constructs.email import InboundEmail
 from infra.leadcrm_constructs.functions import LambdaFunctions
 from infra.leadcrm_constructs.http_api import ApiSettings, LeadCrmApi
+from infra.leadcrm_constructs.lead_ingestion import LeadIngestion
 from infra.leadcrm_constructs.messaging import Messaging, WorkQueue
 from infra.leadcrm_constructs.migrations import Migrations
 from infra.leadcrm_constructs.network import Network
@@ -19,6 +21,7 @@ from infra.leadcrm_constructs.webhook_ingress import WebhookIngress
 
 __all__ = [
     "ApiSettings",
+    "Conversations",
     "CoreLayer",
     "Database",
     "DependenciesLayer",
@@ -26,6 +29,7 @@ __all__ = [
     "InboundEmail",
     "LambdaFunctions",
     "LeadCrmApi",
+    "LeadIngestion",
     "Messaging",
     "Migrations",
     "Network",

@@ -9,6 +9,7 @@ from constructs import Construct
 
 from infra.config import LeadCrmConfig
 from infra.leadcrm_constructs import (
+    Conversations,
     CoreLayer,
     Database,
     DependenciesLayer,
@@ -16,6 +17,7 @@ from infra.leadcrm_constructs import (
     InboundEmail,
     LambdaFunctions,
     LeadCrmApi,
+    LeadIngestion,
     Messaging,
     Migrations,
     Network,
@@ -47,7 +49,8 @@ class LeadCrmStack(Stack):
             self,
             "Messaging",
             ingestion_consumer=functions.ingestion,
-            ingestion_producers=[functions.webhooks],
+            # the webhook receiver; the API queues CSV import jobs and ingestion their continuations
+            ingestion_producers=[functions.webhooks, functions.api, functions.ingestion],
             task_lifecycle_consumer=functions.task_lifecycle,
         )
         # Migrations before traffic: the trigger runs after the database and before the functions that
@@ -75,7 +78,26 @@ class LeadCrmStack(Stack):
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
+        Conversations(
+            self,
+            "Conversations",
+            inbound_domain=config.inbound_domain,
+            mail_from=config.mail_from,
+            api=functions.api,
+            readers=[functions.ingestion],
+            bulk_sender=functions.task_lifecycle,
+            public_api_url=api.url,
+        )
+        # Ticket survey links point at the API (the support address shares the inbound domain above).
+        functions.task_lifecycle.add_environment("TICKET_SURVEY_URL", f"{api.url}public/ticket-surveys/")
         webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
+        LeadIngestion(
+            self,
+            "LeadIngestion",
+            api=functions.api,
+            ingestion=functions.ingestion,
+            dashboard_origin=config.api.dashboard_origin,
+        )
         Observability(self, "Observability", functions=functions.all, work_queues=messaging.work_queues)
 
         self.functions = functions

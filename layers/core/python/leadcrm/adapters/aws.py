@@ -26,10 +26,23 @@ def client(service: str) -> Any:
             from leadcrm.config import get_settings
 
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
+            if service == "s3":  # presigned URLs (CSV uploads) signed with SigV4, as every region accepts
+                config = config.merge(Config(signature_version="s3v4"))
             _clients[service] = boto3.session.Session().client(
                 service, region_name=get_settings().region, config=config
             )
         return _clients[service]
+
+
+def error_code(error: BaseException) -> str:
+    """The AWS error code of a botocore ClientError ("MessageRejected", "NoSuchKey", …), else the class name:
+    what a log line and a stored failure say, without the message's details."""
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        code = response.get("Error", {}).get("Code")
+        if code:
+            return str(code)
+    return type(error).__name__
 
 
 def reset_clients() -> None:
