@@ -54,6 +54,10 @@ class Row:
     ok: int
     request: Callable[[OrgWorld], Req] = lambda w: Req()
     foreign: int | None = 404
+    # A permitted caller whose answer is not `ok` / `foreign`, by rule: e.g. a member reading a ticket that is
+    # not theirs (404), a coach taking over an escalated ticket (403). "caller" for both columns, "caller/own"
+    # for the organization's own ids only.
+    callers: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
 def _lead(w: OrgWorld) -> Req:
@@ -196,3 +200,255 @@ ROUTES: dict[str, Row] = {
         MEMBER, 200, lambda w: Req(body={"until": "one_hour"}), foreign=None
     ),
 }
+
+
+def _deal(w: OrgWorld, body: Callable[[OrgWorld, dict[str, Any]], Any] | None = None) -> Req:
+    deal = w.deal()
+    return Req({"dealId": deal["id"]}, body=body(w, deal) if body else None)
+
+
+def _deal_stage(w: OrgWorld) -> Req:
+    stage = next(s for s in w.deal_pipeline()["stages"] if s["kind"] == "discovery")
+    return Req({"stageId": stage["id"]}, body={"probability": 25})
+
+
+def _deal_stage_order(w: OrgWorld) -> Req:
+    """Two discovery stages swapped (stages stay in phase order; within a phase any order)."""
+    w.second_deal_stage()
+    ids = [s["id"] for s in w.deal_pipeline()["stages"]]
+    kinds = [s["kind"] for s in w.deal_pipeline()["stages"]]
+    first = kinds.index("discovery")
+    ids[first], ids[first + 1] = ids[first + 1], ids[first]
+    return Req(body={"stageIds": ids})
+
+
+def _ticket(status: str, body: Any = None) -> Callable[[OrgWorld], Req]:
+    return lambda w: Req({"ticketId": w.ticket(status)}, body=body)
+
+
+def _conversation(body: Any = None) -> Callable[[OrgWorld], Req]:
+    return lambda w: Req({"conversationId": w.conversation()}, body=body)
+
+
+# A member sees and opens only their own tickets: a staff-made ticket reads like a random id to them, and a
+# body naming a lead is staff's business.
+NOT_THEIRS = {"member": (404, "TICKET_NOT_FOUND")}
+STAFF_BODY = {"member": (403, "STAFF_ONLY")}
+HIGHER_TIER = {"coach/own": (403, "TICKET_HIGHER_TIER_ONLY")}
+
+ROUTES.update(
+    {
+        # -- ingestion: connections (owner/admin), CSV import (staff) ----------------------------------------
+        "POST /organizations/{orgId}/integrations/meta": Row(
+            MANAGER,
+            201,
+            lambda w: Req(body={"pageId": str(uuid.uuid4().int)[:16], "accessToken": "page-token-1234"}),
+            foreign=None,
+        ),
+        "GET /organizations/{orgId}/integrations/meta": Row(MANAGER, 200, foreign=None),
+        "DELETE /organizations/{orgId}/integrations/meta/{connectionId}": Row(
+            MANAGER, 200, lambda w: Req({"connectionId": w.connection("meta")})
+        ),
+        "POST /organizations/{orgId}/integrations/whatsapp": Row(
+            MANAGER,
+            201,
+            lambda w: Req(body={"phoneNumberId": str(uuid.uuid4().int)[:16], "accessToken": "waba-token-1234"}),
+            foreign=None,
+        ),
+        "GET /organizations/{orgId}/integrations/whatsapp": Row(MANAGER, 200, foreign=None),
+        "DELETE /organizations/{orgId}/integrations/whatsapp/{connectionId}": Row(
+            MANAGER, 200, lambda w: Req({"connectionId": w.connection("whatsapp")})
+        ),
+        "POST /organizations/{orgId}/leads/import": Row(
+            STAFF, 201, lambda w: Req(body={"fileName": "leads.csv"}), foreign=None
+        ),
+        "GET /organizations/{orgId}/leads/import": Row(STAFF, 200, foreign=None),
+        "GET /organizations/{orgId}/leads/import/{jobId}": Row(STAFF, 200, lambda w: Req({"jobId": w.import_job()})),
+        "GET /organizations/{orgId}/leads/import/{jobId}/rows": Row(
+            STAFF, 200, lambda w: Req({"jobId": w.import_job()})
+        ),
+        "POST /organizations/{orgId}/leads/import/{jobId}/start": Row(
+            STAFF, 202, lambda w: Req({"jobId": w.import_job(uploaded=True)})
+        ),
+        # -- conversations, consent, bulk email (staff); unsubscribe (public, signed token) ----------------------
+        "GET /organizations/{orgId}/conversations": Row(STAFF, 200, foreign=None),
+        "POST /organizations/{orgId}/conversations": Row(
+            STAFF, 201, lambda w: Req(body={"leadId": w.emailable_lead(), "subject": "Hi", "body": "Welcome!"})
+        ),
+        "GET /organizations/{orgId}/conversations/{conversationId}": Row(STAFF, 200, _conversation()),
+        "PATCH /organizations/{orgId}/conversations/{conversationId}": Row(
+            STAFF, 200, _conversation({"status": "closed"})
+        ),
+        "GET /organizations/{orgId}/conversations/{conversationId}/messages": Row(STAFF, 200, _conversation()),
+        "POST /organizations/{orgId}/conversations/{conversationId}/messages": Row(
+            STAFF, 201, _conversation({"body": "A follow-up"})
+        ),
+        "POST /organizations/{orgId}/conversations/{conversationId}/notes": Row(
+            STAFF, 201, _conversation({"body": "Called, no answer"})
+        ),
+        "POST /organizations/{orgId}/conversations/{conversationId}/read": Row(STAFF, 200, _conversation()),
+        "PUT /organizations/{orgId}/conversations/{conversationId}/assignee": Row(
+            STAFF,
+            200,
+            lambda w: Req({"conversationId": w.conversation()}, body={"assignedToUserId": str(w.user_ids["coach"])}),
+        ),
+        "GET /organizations/{orgId}/leads/{leadId}/consent": Row(STAFF, 200, _lead),
+        "PUT /organizations/{orgId}/leads/{leadId}/consent/{channel}": Row(
+            STAFF,
+            200,
+            lambda w: Req(
+                {"leadId": w.lead(), "channel": "email"}, body={"status": "granted", "legalBasis": "consent"}
+            ),
+        ),
+        "POST /organizations/{orgId}/bulk-emails": Row(
+            STAFF,
+            202,
+            lambda w: Req(body={"subject": "News", "body": "Hello", "audience": {"leadIds": [w.emailable_lead()]}}),
+            foreign=400,  # another organization's leads match no lead of ours: AUDIENCE_EMPTY, as random ids
+        ),
+        "GET /organizations/{orgId}/bulk-emails/{jobId}": Row(STAFF, 200, lambda w: Req({"jobId": w.bulk_email()})),
+        "GET /unsubscribe/{token}": Row(PUBLIC, 200, lambda w: Req({"token": w.unsubscribe_token()}), foreign=None),
+        "POST /unsubscribe/{token}": Row(PUBLIC, 200, lambda w: Req({"token": w.unsubscribe_token()}), foreign=None),
+        # -- deals (staff), deal pipeline (staff reads, owner/admin edits), owner departure ------------------------
+        "GET /organizations/{orgId}/deals": Row(STAFF, 200, foreign=None),
+        "POST /organizations/{orgId}/deals": Row(
+            STAFF,
+            201,
+            lambda w: Req(
+                body={
+                    "title": "Annual plan",
+                    "offerType": "plan",
+                    "valueMinor": 120_000,
+                    "currency": "EUR",
+                    "expectedCloseDate": in_days(30)[:10],
+                    "leadId": w.lead(),
+                }
+            ),
+        ),
+        "GET /organizations/{orgId}/deals/forecast": Row(STAFF, 200, foreign=None),
+        "GET /organizations/{orgId}/deals/{dealId}": Row(STAFF, 200, _deal),
+        "PATCH /organizations/{orgId}/deals/{dealId}": Row(
+            STAFF, 200, lambda w: _deal(w, lambda w, d: {"version": d["version"], "title": "Renamed plan"})
+        ),
+        "POST /organizations/{orgId}/deals/{dealId}/move": Row(
+            STAFF,
+            200,
+            lambda w: _deal(
+                w,
+                lambda w, d: {
+                    "version": d["version"],
+                    "stageId": w.deal_stage("discovery"),
+                    "activityAt": in_days(-1),
+                },
+            ),
+        ),
+        "POST /organizations/{orgId}/deals/{dealId}/reactivate": Row(
+            STAFF,
+            200,
+            lambda w: (lambda d: Req({"dealId": d["id"]}, body={"version": d["version"], "reason": "Came back"}))(
+                w.walked_deal("lost")
+            ),
+        ),
+        "POST /organizations/{orgId}/deals/{dealId}/compensations": Row(
+            STAFF,
+            201,
+            lambda w: (lambda d: Req({"dealId": d["id"]}, body={"amountMinor": -1000, "reason": "Goodwill"}))(
+                w.walked_deal("won")
+            ),
+        ),
+        "GET /organizations/{orgId}/deals/pipeline": Row(STAFF, 200, foreign=None),
+        "PATCH /organizations/{orgId}/deals/pipeline": Row(
+            MANAGER, 200, lambda w: Req(body={"name": f"Sales {uuid.uuid4().hex[:4]}"}), foreign=None
+        ),
+        "POST /organizations/{orgId}/deals/pipeline/stages": Row(
+            MANAGER,
+            201,
+            lambda w: Req(
+                body={
+                    "name": f"Trial {uuid.uuid4().hex[:4]}",
+                    "kind": "discovery",
+                    "probability": 30,
+                    "forecastCategory": "pipeline",
+                }
+            ),
+            foreign=None,
+        ),
+        # another organization's stage ids are not every stage of ours: STAGE_ORDER_MISMATCH, as random ids
+        "PUT /organizations/{orgId}/deals/pipeline/stages/order": Row(MANAGER, 200, _deal_stage_order, foreign=400),
+        "PATCH /organizations/{orgId}/deals/pipeline/stages/{stageId}": Row(MANAGER, 200, _deal_stage),
+        "POST /organizations/{orgId}/memberships/{membershipId}/handover": Row(
+            MANAGER, 200, lambda w: Req({"membershipId": w.new_member_membership()}, body={})
+        ),
+        "GET /organizations/{orgId}/default-assignee": Row(STAFF, 200, foreign=None),
+        "PUT /organizations/{orgId}/default-assignee": Row(
+            MANAGER,
+            200,
+            lambda w: Req(body={"userId": str(w.user_ids["coach"])}),
+            foreign=400,  # ASSIGNEE_NOT_STAFF
+        ),
+        # -- tickets: staff, or a member for their own; actions staff; configuration staff reads, owner/admin -----
+        "GET /organizations/{orgId}/tickets": Row(MEMBER, 200, foreign=None),
+        "POST /organizations/{orgId}/tickets": Row(
+            MEMBER, 201, lambda w: Req(body={"subject": "Help", "leadId": w.lead()}), callers=STAFF_BODY
+        ),
+        "GET /organizations/{orgId}/tickets/{ticketId}": Row(MEMBER, 200, _ticket("unassigned"), callers=NOT_THEIRS),
+        # the assignee is checked first: another organization's ticket with its agent is ASSIGNEE_NOT_STAFF, as
+        # random ids are (with one of our agents it is 404: test_another_organizations_ticket_is_not_found_to_assign)
+        "POST /organizations/{orgId}/tickets/{ticketId}/assign": Row(
+            STAFF,
+            200,
+            lambda w: Req({"ticketId": w.ticket()}, body={"assigneeUserId": str(w.user_ids["coach"])}),
+            foreign=400,
+        ),
+        "POST /organizations/{orgId}/tickets/{ticketId}/respond": Row(
+            STAFF, 200, _ticket("assigned", {"message": "On it"})
+        ),
+        "POST /organizations/{orgId}/tickets/{ticketId}/request-info": Row(
+            STAFF, 200, _ticket("in_progress", {"message": "Which browser?"})
+        ),
+        "POST /organizations/{orgId}/tickets/{ticketId}/customer-reply": Row(
+            STAFF, 200, _ticket("awaiting_customer", {"message": "Firefox"})
+        ),
+        "POST /organizations/{orgId}/tickets/{ticketId}/resolve": Row(
+            STAFF, 200, _ticket("in_progress", {"resolution": "Cleared the cache"})
+        ),
+        "POST /organizations/{orgId}/tickets/{ticketId}/confirm": Row(STAFF, 200, _ticket("resolved")),
+        "POST /organizations/{orgId}/tickets/{ticketId}/reopen": Row(
+            STAFF, 200, _ticket("resolved", {"reason": "Still broken"})
+        ),
+        "POST /organizations/{orgId}/tickets/{ticketId}/take-ownership": Row(
+            STAFF, 200, lambda w: Req({"ticketId": w.escalated_ticket()}), callers=HIGHER_TIER
+        ),
+        "GET /organizations/{orgId}/ticket-settings": Row(STAFF, 200, foreign=None),
+        "PATCH /organizations/{orgId}/ticket-settings": Row(
+            MANAGER, 200, lambda w: Req(body={"autoCloseHours": 72}), foreign=None
+        ),
+        "GET /organizations/{orgId}/ticket-queues": Row(STAFF, 200, foreign=None),
+        "POST /organizations/{orgId}/ticket-queues": Row(
+            MANAGER, 201, lambda w: Req(body={"name": f"Billing {uuid.uuid4().hex[:8]}"}), foreign=None
+        ),
+        "PATCH /organizations/{orgId}/ticket-queues/{queueId}": Row(
+            MANAGER, 200, lambda w: Req({"queueId": w.ticket_queue()}, body={"name": f"Renamed {uuid.uuid4().hex[:8]}"})
+        ),
+        "GET /organizations/{orgId}/ticket-routing-rules": Row(STAFF, 200, foreign=None),
+        "POST /organizations/{orgId}/ticket-routing-rules": Row(
+            MANAGER, 201, lambda w: Req(body={"name": "Refunds", "keywords": ["refund"], "queueId": w.ticket_queue()})
+        ),
+        "PUT /organizations/{orgId}/ticket-routing-rules/order": Row(
+            MANAGER, 200, lambda w: Req(body={"ruleIds": list(reversed(w.routing_rule_ids()))}), foreign=400
+        ),  # another organization's rule ids are not every rule of ours: TICKET_RULE_ORDER_MISMATCH
+        "PATCH /organizations/{orgId}/ticket-routing-rules/{ruleId}": Row(
+            MANAGER, 200, lambda w: Req({"ruleId": w.routing_rule()}, body={"active": False})
+        ),
+        "DELETE /organizations/{orgId}/ticket-routing-rules/{ruleId}": Row(
+            MANAGER, 200, lambda w: Req({"ruleId": w.routing_rule()})
+        ),
+        "GET /organizations/{orgId}/ticket-reports/sla": Row(STAFF, 200, foreign=None),
+        "GET /public/ticket-surveys/{token}": Row(
+            PUBLIC, 200, lambda w: Req({"token": w.survey_token()}), foreign=None
+        ),
+        "POST /public/ticket-surveys/{token}": Row(
+            PUBLIC, 201, lambda w: Req({"token": w.survey_token()}, body={"rating": 5}), foreign=None
+        ),
+    }
+)

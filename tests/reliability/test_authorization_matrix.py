@@ -19,7 +19,14 @@ from tests.support.api import ApiResponse, invoke
 from tests.support.capture_helpers import fresh_ip
 from tests.support.events import http_api_event
 from tests.support.factories import make_user
-from tests.support.reliability_helpers import OrgWorld, app_routes, make_world, openapi_routes, org_fingerprint
+from tests.support.reliability_helpers import (
+    OrgWorld,
+    app_routes,
+    make_world,
+    openapi_routes,
+    org_fingerprint,
+    run_with_fingerprint,
+)
 
 CALLERS = ("owner", "admin", "coach", "member", "other_org_owner", "no_membership", "no_token")
 PERMITTED: dict[Gate, frozenset[str]] = {
@@ -45,6 +52,9 @@ def expected(row: Row, cell: Cell) -> tuple[int, str | None]:
         if cell.caller in ("other_org_owner", "no_membership"):
             return 403, "NOT_A_MEMBER"
         return 403, REFUSAL_CODE[row.gate]
+    for key in (f"{cell.caller}/{cell.ids}", cell.caller):
+        if key in row.callers:
+            return row.callers[key]
     if cell.ids == "foreign" and row.foreign is not None:
         return row.foreign, None
     return row.ok, None
@@ -59,8 +69,16 @@ def worlds() -> tuple[OrgWorld, OrgWorld, str]:
 
 
 @pytest.fixture(autouse=True)
-def _bus(event_bus):
-    """Writes publish their events after commit: the bus exists."""
+def _aws(event_bus, ingestion_queue, monkeypatch):
+    """What the routes use, as the stack provides it: the bus (events after commit), the ingestion queue (an
+    import's start), the imports bucket (its upload URL) and a verified sender (conversation mail)."""
+    from tests.integration.conftest import _settings_changed
+    from tests.support.conversations_helpers import verify_sender
+    from tests.support.ingestion_helpers import make_imports_bucket
+
+    make_imports_bucket(monkeypatch)
+    _settings_changed()
+    verify_sender()
 
 
 def _call(key: str, ours: OrgWorld, request: Req, subject: str | None) -> ApiResponse:
@@ -129,3 +147,17 @@ def test_an_unknown_organization_is_refused_like_one_you_do_not_belong_to(worlds
     ours, _, _ = worlds
     response = invoke(http_api_event("GET", f"/organizations/{uuid.uuid4()}/leads", sub=ours.owner))
     assert (response.status, response.error_code) == (403, "NOT_A_MEMBER")
+
+
+def test_another_organizations_ticket_is_not_found_to_assign(worlds):
+    """The assign row's foreign column names their agent (refused first); with one of ours, their ticket is 404."""
+    ours, theirs, _ = worlds
+    ticket_id = theirs.ticket()
+    body = {"assigneeUserId": str(ours.user_ids["coach"])}
+    response, unchanged = run_with_fingerprint(
+        theirs.id,
+        lambda: invoke(
+            http_api_event("POST", f"/organizations/{ours.id}/tickets/{ticket_id}/assign", sub=ours.owner, body=body)
+        ),
+    )
+    assert (response.status, response.error_code, unchanged) == (404, "TICKET_NOT_FOUND", True)

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select, text
 
+from infra.local.graph import LocalGraph
 from leadcrm.db.engine import get_engine
 from leadcrm.db.tables import leads, minisite_events, pipeline_stages, pipelines
 from tests.support.api import ApiResponse, call_api
@@ -32,7 +33,7 @@ from tests.support.capture_helpers import capture, lead_count, receipts_of
 from tests.support.conversion_helpers import insert_lead as insert_person_lead
 from tests.support.conversion_helpers import make_person, unique_email
 from tests.support.events import eventbridge_envelope, lambda_context, sqs_event, sqs_record, sqs_record_from_message
-from tests.support.reliability_helpers import in_containers, make_world
+from tests.support.reliability_helpers import OrgWorld, in_containers, make_world
 
 IN_A_ROW = 3
 AT_ONCE = 10
@@ -45,9 +46,19 @@ class Delivery:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """What the stack provides an entry: the task_lifecycle queue behind the bus, the ingestion queue, and
+    Meta's Graph stand-in (served over HTTP from this process, so forked containers reach it too)."""
+
+    lifecycle: Queue
+    ingestion: Queue
+    graph: LocalGraph
+
+
+@dataclass(frozen=True)
 class Entry:
     name: str
-    prepare: Callable[[Queue], Delivery]
+    prepare: Callable[[Stage], Delivery]
 
     def __str__(self) -> str:
         return self.name
@@ -66,7 +77,7 @@ def _accepted(response: ApiResponse, *statuses: int) -> ApiResponse:
 # -- HTTP entries with an Idempotency-Key ---------------------------------------------------------------------
 
 
-def _public_capture(_: Queue) -> Delivery:
+def _public_capture(_: Stage) -> Delivery:
     world, key = make_world(), str(uuid.uuid4())
     body = {"name": "Dana Replay", "email": f"dana.{uuid.uuid4().hex[:8]}@example.com"}
 
@@ -77,7 +88,7 @@ def _public_capture(_: Queue) -> Delivery:
     return Delivery(deliver, lambda: (lead_count(world.id), len(receipts_of(world.id))))
 
 
-def _staff_create(_: Queue) -> Delivery:
+def _staff_create(_: Stage) -> Delivery:
     world, key = make_world(), str(uuid.uuid4())
     path = f"/organizations/{world.id}/leads"
 
@@ -90,7 +101,7 @@ def _staff_create(_: Queue) -> Delivery:
     return Delivery(deliver, lambda: (lead_count(world.id),))
 
 
-def _pipeline_create(_: Queue) -> Delivery:
+def _pipeline_create(_: Stage) -> Delivery:
     world, key = make_world(), str(uuid.uuid4())
     path = f"/organizations/{world.id}/pipelines"
 
@@ -107,7 +118,7 @@ def _pipeline_create(_: Queue) -> Delivery:
     return Delivery(deliver, effect)
 
 
-def _stage_add(_: Queue) -> Delivery:
+def _stage_add(_: Stage) -> Delivery:
     world, key = make_world(), str(uuid.uuid4())
     pipeline_id = world.pipeline()
     path = f"/organizations/{world.id}/pipelines/{pipeline_id}/stages"
@@ -163,38 +174,38 @@ def _tasks(lead_id: str, status: str) -> int:
     return _count("SELECT count(*) FROM tasks WHERE linked_lead_id = :l AND status = :s", l=lead_id, s=status)
 
 
-def _lead_created(queue: Queue) -> Delivery:
+def _lead_created(stage: Stage) -> Delivery:
     world = make_world()
     lead_id = world.lead()
-    record = _published(queue, "lead.created", lead_id)
+    record = _published(stage.lifecycle, "lead.created", lead_id)
     return Delivery(_to_task_lifecycle(record), lambda: (_activities(lead_id, "lead_created"),))
 
 
-def _lead_lost(queue: Queue) -> Delivery:
+def _lead_lost(stage: Stage) -> Delivery:
     world = make_world()
     lead_id = world.lead()
     world.api("POST", "/tasks", body={"title": "Call Dana", "type": "contact_lead", "linkedLeadId": lead_id})
     world.api("PATCH", f"/leads/{lead_id}", body={"status": "lost", "lostReason": "not_interested"})
-    record = _published(queue, "lead.status_changed", lead_id)
+    record = _published(stage.lifecycle, "lead.status_changed", lead_id)
     return Delivery(_to_task_lifecycle(record), lambda: (_tasks(lead_id, "cancelled"), _activities(lead_id)))
 
 
-def _lead_returned(queue: Queue) -> Delivery:
+def _lead_returned(stage: Stage) -> Delivery:
     world = make_world()
     lead_id = world.lead()
     world.api("PATCH", f"/leads/{lead_id}", body={"status": "lost", "lostReason": "not_interested"})
-    for message in queue.receive_all():  # the lost move's events run first, as they would in AWS
-        _to_task_lifecycle(sqs_record_from_message(message, queue_name=queue.name))()
+    for message in stage.lifecycle.receive_all():  # the lost move's events run first, as they would in AWS
+        _to_task_lifecycle(sqs_record_from_message(message, queue_name=stage.lifecycle.name))()
     world.api("POST", f"/leads/{lead_id}/reopen", body={})
-    record = _published(queue, "lead.returned", lead_id)
+    record = _published(stage.lifecycle, "lead.returned", lead_id)
     return Delivery(
         _to_task_lifecycle(record),
         lambda: (_tasks(lead_id, "pending") + _tasks(lead_id, "in_progress"), _activities(lead_id)),
     )
 
 
-def _minisite_event(detail_type: str) -> Callable[[Queue], Delivery]:
-    def prepare(_: Queue) -> Delivery:
+def _minisite_event(detail_type: str) -> Callable[[Stage], Delivery]:
+    def prepare(_: Stage) -> Delivery:
         world, event_id = make_world(), uuid.uuid4()
         detail = {"organizationId": str(world.id), "eventId": str(event_id), "title": "Open day"}
 
@@ -209,7 +220,7 @@ def _minisite_event(detail_type: str) -> Callable[[Queue], Delivery]:
     return prepare
 
 
-def _self_signup(_: Queue) -> Delivery:
+def _self_signup(_: Stage) -> Delivery:
     world, email = make_world(), unique_email("signup")
     lead_id = insert_person_lead(world.id, name="Dana", email=email)
     person = make_person(world.id, first_name="Dana", last_name="Cohen", email=email)
@@ -224,7 +235,7 @@ def _self_signup(_: Queue) -> Delivery:
     return Delivery(_to_task_lifecycle(_platform_record("membership.self_signup", detail)), effect)
 
 
-def _entitlement_activated(_: Queue) -> Delivery:
+def _entitlement_activated(_: Stage) -> Delivery:
     world, email = make_world(), unique_email("buyer")
     lead_id = insert_person_lead(world.id, name="Dana", email=email)
     person = make_person(None, first_name="Dana", last_name="Cohen", email=email)
@@ -245,7 +256,7 @@ def _entitlement_activated(_: Queue) -> Delivery:
     )
 
 
-def _join_released(_: Queue) -> Delivery:
+def _join_released(_: Stage) -> Delivery:
     world, email = make_world(), unique_email("released")
     lead_id = world.lead(email=email)
     world.api("PATCH", f"/leads/{lead_id}", body={"status": "lost", "lostReason": "not_interested"})
@@ -293,6 +304,192 @@ def meta_delivery(ingestion: Queue, body: dict[str, Any], path: str = "/webhooks
     return deliver
 
 
+# -- ingestion: Meta, WhatsApp, SES inbound mail -------------------------------------------------------------
+
+
+def _org_counts(org_id: uuid.UUID, *tables: str) -> tuple[int, ...]:
+    return tuple(_count(f"SELECT count(*) FROM {t} WHERE organization_id = :o", o=org_id) for t in tables)
+
+
+def _meta_leadgen(stage: Stage) -> Delivery:
+    """Meta retries a webhook it did not see answered (and SQS redelivers): one leadgen_id, one lead."""
+    from tests.support.ingestion_helpers import fresh_id, graph_lead, leadgen_payload
+
+    world, page_id, leadgen_id = make_world(), fresh_id(), fresh_id()
+    world.api("POST", "/integrations/meta", body={"pageId": page_id, "accessToken": "page-token-1234"})
+    stage.graph.register(graph_lead(leadgen_id, email=f"{leadgen_id}@example.com", phone=None))
+    deliver = meta_delivery(stage.ingestion, leadgen_payload(page_id, leadgen_id))
+    return Delivery(
+        deliver, lambda: _org_counts(world.id, "leads", "lead_attributions", "lead_receipts", "ingested_events")
+    )
+
+
+def _whatsapp_ctwa(stage: Stage) -> Delivery:
+    """A click-to-WhatsApp message redelivered: one ctwa_clid, one lead."""
+    from tests.support.ingestion_helpers import ctwa_referral, fresh_id, whatsapp_payload
+
+    world, number_id = make_world(), fresh_id()
+    world.api("POST", "/integrations/whatsapp", body={"phoneNumberId": number_id, "accessToken": "waba-token-1234"})
+    payload = whatsapp_payload(
+        number_id,
+        wamid=f"wamid.{fresh_id()}",
+        wa_id=f"4477{fresh_id()[:8]}",
+        referral=ctwa_referral(ctwa_clid=fresh_id()),
+    )
+    deliver = meta_delivery(stage.ingestion, payload, path="/webhooks/whatsapp")
+    return Delivery(
+        deliver, lambda: _org_counts(world.id, "leads", "lead_attributions", "lead_receipts", "ingested_events")
+    )
+
+
+def _inbound_mail(raw: bytes) -> Callable[[], int]:
+    """SES stores every receipt of a message under a key of its own (a retried delivery is a new object with
+    the same Message-ID) and S3's event reaches the ingestion function through SQS."""
+
+    def deliver() -> int:
+        from tests.support.conversations_helpers import deliver_inbound
+
+        result = deliver_inbound(raw)
+        assert result == {"batchItemFailures": []}, result
+        return 1
+
+    return deliver
+
+
+def _ses_reply(_: Stage) -> Delivery:
+    from leadcrm.domain.reply_addresses import AddressKind, AddressTarget, reply_address
+    from leadcrm.services import mail_keys
+    from tests.support.conversations_helpers import MAIL_DOMAIN, fixture_mail
+
+    world = make_world()
+    conversation_id = world.conversation()
+    target = AddressTarget(AddressKind.CONVERSATION, uuid.UUID(conversation_id))
+    address = reply_address(mail_keys.signing_key(), target, MAIL_DOMAIN)
+    raw = fixture_mail("gmail_reply_multipart_qp.eml", address)
+
+    def effect() -> tuple[int, ...]:
+        return (
+            _count(
+                "SELECT count(*) FROM conversation_messages WHERE conversation_id = :c AND direction = 'inbound'",
+                c=conversation_id,
+            ),
+            _count("SELECT unread_count FROM conversations WHERE id = :c", c=conversation_id),
+            _count(
+                "SELECT count(*) FROM outbox WHERE aggregate_id = :c AND type = 'conversation.inbound_received'",
+                c=conversation_id,
+            ),
+        )
+
+    return Delivery(_inbound_mail(raw), effect)
+
+
+def _support_mail(_: Stage) -> Delivery:
+    from tests.support.conversations_helpers import fixture_mail
+
+    world = make_world()
+    address = world.api("GET", "/ticket-settings").data["supportAddress"]
+    raw = fixture_mail("gmail_reply_multipart_qp.eml", address)
+    return Delivery(
+        _inbound_mail(raw),
+        lambda: (
+            *_org_counts(world.id, "tickets", "ticket_events", "ticket_messages"),
+            _org_counts(world.id, "conversation_messages")[0] + 1,
+        ),
+    )
+
+
+# -- staff creates with an Idempotency-Key (deals, tickets, conversation sends) -----------------------------
+
+
+def _keyed_post(world: OrgWorld, path: str, body: dict[str, Any], *statuses: int) -> Callable[[], int]:
+    key = str(uuid.uuid4())
+
+    def deliver() -> int:
+        response = call_api(
+            "POST", f"/organizations/{world.id}{path}", sub=world.owner, body=body, headers={"idempotency-key": key}
+        )
+        return _accepted(response, *statuses).status
+
+    return deliver
+
+
+def _deal_create(_: Stage) -> Delivery:
+    world = make_world()
+    body = {
+        "title": "Annual plan",
+        "offerType": "plan",
+        "valueMinor": 120_000,
+        "currency": "EUR",
+        "expectedCloseDate": "2027-01-15",
+        "leadId": world.lead(),
+    }
+    return Delivery(_keyed_post(world, "/deals", body, 201), lambda: _org_counts(world.id, "deals", "deal_history"))
+
+
+def _ticket_create(_: Stage) -> Delivery:
+    world = make_world()
+    body = {"subject": "Cannot book", "leadId": world.lead()}
+    return Delivery(
+        _keyed_post(world, "/tickets", body, 201), lambda: _org_counts(world.id, "tickets", "ticket_events")
+    )
+
+
+def _conversation_send(_: Stage) -> Delivery:
+    """A send mails once: a concurrent retry of the same key is told the send is in progress (409)."""
+    world = make_world()
+    conversation_id = world.conversation()
+    body = {"body": "Shall we book Thursday?"}
+    return Delivery(
+        _keyed_post(world, f"/conversations/{conversation_id}/messages", body, 201, 409),
+        lambda: (
+            _count(
+                "SELECT count(*) FROM conversation_messages WHERE conversation_id = :c AND direction = 'outbound'",
+                c=conversation_id,
+            ),
+        ),
+    )
+
+
+def _conversation_open_and_send(_: Stage) -> Delivery:
+    world = make_world()
+    body = {"leadId": world.emailable_lead(), "subject": "Welcome", "body": "Hello!"}
+    return Delivery(
+        _keyed_post(world, "/conversations", body, 201, 409),
+        lambda: _org_counts(world.id, "conversations", "conversation_messages"),
+    )
+
+
+# -- task_lifecycle: the platform's membership.status_changed (owner departure) ----------------------------
+
+
+def _membership_status_changed(_: Stage) -> Delivery:
+    """A staff member leaves: their open lead goes to the owner in one handover, however often it is told."""
+    world = make_world()
+    lead_id = world.lead()
+    world.api("PATCH", f"/leads/{lead_id}", body={"assignedToUserId": str(world.user_ids["coach"])})
+    detail = {
+        "organizationId": str(world.id),
+        "membershipId": str(world.membership_ids["coach"]),
+        "status": "cancelled",
+        "changedAt": "2026-11-29T09:00:00Z",
+    }
+    return Delivery(
+        _to_task_lifecycle(_platform_record("membership.status_changed", detail)),
+        lambda: (
+            *_org_counts(world.id, "ownership_handovers"),
+            _count(
+                "SELECT count(*) FROM outbox WHERE organization_id = :o AND type = 'ownership.handed_over'", o=world.id
+            ),
+            _count(
+                "SELECT count(*) FROM leads WHERE id = :l AND assigned_to_user_id = :u",
+                l=lead_id,
+                u=world.user_ids["owner"],
+            ),
+            _activities(lead_id),
+        ),
+    )
+
+
 ENTRIES = [
     Entry("api: public capture with Idempotency-Key", _public_capture),
     Entry("api: staff create with Idempotency-Key", _staff_create),
@@ -307,18 +504,34 @@ ENTRIES = [
     Entry("task_lifecycle: membership.self_signup", _self_signup),
     Entry("task_lifecycle: entitlement.activated", _entitlement_activated),
     Entry("task_lifecycle: membership.join_released", _join_released),
+    Entry("task_lifecycle: membership.status_changed", _membership_status_changed),
+    Entry("ingestion: Meta leadgen webhook", _meta_leadgen),
+    Entry("ingestion: WhatsApp click-to-WhatsApp webhook", _whatsapp_ctwa),
+    Entry("ingestion: SES inbound reply to a thread", _ses_reply),
+    Entry("ingestion: SES mail to the support address", _support_mail),
+    Entry("api: deal create with Idempotency-Key", _deal_create),
+    Entry("api: ticket create with Idempotency-Key", _ticket_create),
+    Entry("api: conversation send with Idempotency-Key", _conversation_send),
+    Entry("api: conversation open and send with Idempotency-Key", _conversation_open_and_send),
 ]
 
 
 @pytest.fixture
-def queue(lifecycle_queue: Queue) -> Queue:
-    """The bus and the task_lifecycle queue behind it (the API's events are published after commit)."""
-    return lifecycle_queue
+def stage(lifecycle_queue: Queue, ingestion_queue: Queue, meta_secrets, monkeypatch) -> Iterator[Stage]:
+    """The bus and the task_lifecycle queue behind it (the API's events are published after commit), the
+    ingestion queue the webhook receiver feeds, Graph, the inbound mail bucket and a verified sender."""
+    from tests.support.conversations_helpers import make_inbound_bucket, verify_sender
+    from tests.support.ingestion_helpers import graph_stand_in
+
+    verify_sender()
+    make_inbound_bucket()
+    with graph_stand_in(monkeypatch) as graph:
+        yield Stage(lifecycle_queue, ingestion_queue, graph)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=str)
-def test_delivered_three_times_in_a_row_it_has_one_effect(entry: Entry, queue: Queue):
-    delivery = entry.prepare(queue)
+def test_delivered_three_times_in_a_row_it_has_one_effect(entry: Entry, stage: Stage):
+    delivery = entry.prepare(stage)
     before = delivery.effect()
     delivery.deliver()
     once = delivery.effect()
@@ -329,11 +542,11 @@ def test_delivered_three_times_in_a_row_it_has_one_effect(entry: Entry, queue: Q
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=str)
-def test_delivered_ten_times_at_once_it_has_one_effect(entry: Entry, queue: Queue):
-    reference = entry.prepare(queue)
+def test_delivered_ten_times_at_once_it_has_one_effect(entry: Entry, stage: Stage):
+    reference = entry.prepare(stage)
     reference.deliver()
     expected = reference.effect()
-    delivery = entry.prepare(queue)
+    delivery = entry.prepare(stage)
     before = delivery.effect()
 
     in_containers(delivery.deliver, AT_ONCE)

@@ -45,6 +45,7 @@ class OrgWorld:
     organization: Organization
     subjects: dict[str, str]
     membership_ids: dict[str, uuid.UUID]
+    user_ids: dict[str, uuid.UUID] = field(default_factory=dict)
     _default_pipeline: str | None = field(default=None, repr=False)
 
     @property
@@ -110,37 +111,192 @@ class OrgWorld:
         user = make_user()
         return str(make_membership(self.organization, user, role="member").id)
 
+    # -- deals ----------------------------------------------------------------------------------------
+    def deal_pipeline(self) -> dict[str, Any]:
+        return self.api("GET", "/deals/pipeline").data
+
+    def deal_stage(self, kind: str) -> str:
+        return next(s["id"] for s in self.deal_pipeline()["stages"] if s["kind"] == kind)
+
+    def deal(self, **overrides: Any) -> dict[str, Any]:
+        body = {
+            "title": "Annual plan",
+            "offerType": "plan",
+            "valueMinor": 120_000,
+            "currency": "EUR",
+            "expectedCloseDate": in_days(30)[:10],
+            "leadId": self.lead(),
+            **overrides,
+        }
+        return self.api("POST", "/deals", body=body).data
+
+    DEAL_EVIDENCE = {  # what each move along the deal pipeline needs (spec §8), in phase order
+        "discovery": {"activityAt": "2026-11-20T10:00:00+00:00"},
+        "proposal": {"documentRef": "proposal.pdf"},
+        "negotiation": {"activityNote": "Agreed the schedule"},
+        "won": {"closeReason": "Signed"},
+        "lost": {"lossReason": "price"},
+    }
+
+    def walked_deal(self, kind: str) -> dict[str, Any]:
+        """A deal moved step by step from new through negotiation to `kind` ("won" or "lost")."""
+        deal = self.deal()
+        for step in ("discovery", "proposal", "negotiation", kind):
+            body = {"version": deal["version"], "stageId": self.deal_stage(step), **self.DEAL_EVIDENCE[step]}
+            deal = self.api("POST", f"/deals/{deal['id']}/move", body=body).data
+        return deal
+
+    def second_deal_stage(self) -> None:
+        body = {
+            "name": f"Trial {uuid.uuid4().hex[:4]}",
+            "kind": "discovery",
+            "probability": 30,
+            "forecastCategory": "pipeline",
+        }
+        self.api("POST", "/deals/pipeline/stages", body=body)
+
+    # -- tickets --------------------------------------------------------------------------------------
+    TICKET_WALK = {  # status → the actions (and bodies) that reach it from a new ticket
+        "unassigned": (),
+        "assigned": ("assign",),
+        "in_progress": ("assign", "respond"),
+        "awaiting_customer": ("assign", "respond", "request-info"),
+        "resolved": ("assign", "respond", "resolve"),
+        "closed": ("assign", "respond", "resolve", "confirm"),
+    }
+
+    def ticket(self, status: str = "unassigned") -> str:
+        lead_id = self.lead(email=f"{uuid.uuid4().hex[:10]}@example.com")
+        ticket_id = self.api("POST", "/tickets", body={"subject": "It does not work", "leadId": lead_id}).data["id"]
+        bodies = {
+            "assign": {"assigneeUserId": str(self.user_ids["owner"])},
+            "respond": {"message": "Looking into it"},
+            "request-info": {"message": "Which browser?"},
+            "resolve": {"resolution": "Cleared the cache"},
+            "confirm": None,
+        }
+        for action in self.TICKET_WALK[status]:
+            self.api("POST", f"/tickets/{ticket_id}/{action}", body=bodies[action])
+        return ticket_id
+
+    def escalated_ticket(self) -> str:
+        """An assigned ticket past its escalation threshold, as the sweep leaves it."""
+        ticket_id = self.ticket("in_progress")
+        with get_engine().begin() as conn:
+            conn.execute(text("UPDATE tickets SET status = 'escalated' WHERE id = :t"), {"t": ticket_id})
+        return ticket_id
+
+    def survey_token(self) -> str:
+        """A closed ticket's survey link token, as the sweep mails it (the table keeps its digest)."""
+        from leadcrm.services.ticket_sweep import token_digest
+
+        ticket_id, token = self.ticket("closed"), uuid.uuid4().hex
+        with get_engine().begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO ticket_surveys (id, organization_id, ticket_id, token_digest)"
+                    " VALUES (:i, :o, :t, :d) ON CONFLICT (ticket_id) DO UPDATE SET token_digest = :d"
+                ),
+                {"i": uuid.uuid4(), "o": self.id, "t": ticket_id, "d": token_digest(token)},
+            )
+        return token
+
+    def ticket_queue(self) -> str:
+        return self.api("POST", "/ticket-queues", body={"name": f"Queue {uuid.uuid4().hex[:8]}"}).data["id"]
+
+    def routing_rule(self) -> str:
+        body = {"name": f"Rule {uuid.uuid4().hex[:6]}", "keywords": ["refund"], "queueId": self.ticket_queue()}
+        return self.api("POST", "/ticket-routing-rules", body=body).data["id"]
+
+    def routing_rule_ids(self) -> list[str]:
+        self.routing_rule()
+        return [r["id"] for r in self.api("GET", "/ticket-routing-rules").data]
+
+    # -- conversations, consent, bulk email -----------------------------------------------------------
+    def emailable_lead(self) -> str:
+        lead_id = self.lead(email=f"{uuid.uuid4().hex[:10]}@example.com")
+        self.api("PUT", f"/leads/{lead_id}/consent/email", body={"status": "granted", "legalBasis": "consent"})
+        return lead_id
+
+    def conversation(self) -> str:
+        body = {"leadId": self.emailable_lead(), "subject": "Hello", "body": "Welcome!"}
+        return self.api("POST", "/conversations", body=body).data["conversation"]["id"]
+
+    def bulk_email(self) -> str:
+        body = {"subject": "News", "body": "Hello", "audience": {"leadIds": [self.emailable_lead()]}}
+        return self.api("POST", "/bulk-emails", body=body).data["id"]
+
+    def unsubscribe_token(self) -> str:
+        from leadcrm.domain.reply_addresses import unsubscribe_token
+        from leadcrm.services import mail_keys
+
+        return unsubscribe_token(mail_keys.signing_keys()[0], uuid.UUID(self.emailable_lead()))
+
+    # -- ingestion ------------------------------------------------------------------------------------
+    def connection(self, provider: str) -> str:
+        external_id = str(uuid.uuid4().int)[:16]
+        body = (
+            {"pageId": external_id, "accessToken": "page-token-1234"}
+            if provider == "meta"
+            else {"phoneNumberId": external_id, "accessToken": "waba-token-1234"}
+        )
+        return self.api("POST", f"/integrations/{provider}", body=body).data["id"]
+
+    def import_job(self, *, uploaded: bool = False) -> str:
+        created = self.api("POST", "/leads/import", body={"fileName": "leads.csv"}).data
+        if uploaded:
+            import requests
+
+            upload = created["upload"]
+            response = requests.request(
+                upload.get("method", "PUT"),
+                upload["url"],
+                data=b"name,email\nDana,dana@example.com\n",
+                headers=upload["headers"],
+            )
+            assert response.status_code == 200, response.text
+        return created["job"]["id"]
+
 
 def make_world(name: str = "Reliability") -> OrgWorld:
     org = make_organization(name=f"{name} {uuid.uuid4().hex[:6]}")
     subjects: dict[str, str] = {}
     membership_ids: dict[str, uuid.UUID] = {}
+    user_ids: dict[str, uuid.UUID] = {}
     for role in ROLES:
         user = make_user()
         membership_ids[role] = make_membership(org, user, role=role).id
         assert user.auth_subject is not None
         subjects[role] = user.auth_subject
-    return OrgWorld(organization=org, subjects=subjects, membership_ids=membership_ids)
+        user_ids[role] = user.id
+    return OrgWorld(organization=org, subjects=subjects, membership_ids=membership_ids, user_ids=user_ids)
 
 
 def in_days(days: float) -> str:
     return (datetime.now(UTC) + timedelta(days=days)).isoformat()
 
 
-# What an organization owns, row by row, with the columns a change would touch. Another area's tables are
-# added here as they come (their rows carry organization_id).
-FINGERPRINT_QUERIES = (
-    "SELECT id, status, stage_id, pipeline_id, archived_at, updated_at, name, email, phone, assigned_to_user_id,"
-    " next_action_at FROM leads WHERE organization_id = :o ORDER BY id",
-    "SELECT id, status, updated_at FROM tasks WHERE organization_id = :o ORDER BY id",
-    "SELECT id, name, archived_at, updated_at FROM pipelines WHERE organization_id = :o ORDER BY id",
-    "SELECT id, name, category, position, archived_at FROM pipeline_stages WHERE organization_id = :o ORDER BY id",
-    "SELECT lead_id, pipeline_id, stage_id FROM lead_pipeline_placements WHERE organization_id = :o ORDER BY 1, 2",
-    "SELECT id, name, updated_at FROM lead_tags WHERE organization_id = :o ORDER BY id",
-    "SELECT lead_id, tag_id FROM lead_tag_assignments WHERE organization_id = :o ORDER BY 1, 2",
-    "SELECT id, name, archived_at FROM lead_campaigns WHERE organization_id = :o ORDER BY id",
-    "SELECT id, status, role, deleted_at FROM memberships WHERE organization_id = :o ORDER BY id",
-)
+# What an organization owns: every row of every table with an organization_id column (all columns, so any
+# write shows), and the organization's own row (its settings, e.g. the default assignee). Built from the
+# schema, so a new area's tables are covered the day they land.
+def _fingerprint_queries() -> tuple[str, ...]:
+    import importlib
+    import pkgutil
+
+    import leadcrm.db as db_package
+    from leadcrm.db.columns import metadata
+
+    for module in pkgutil.iter_modules(db_package.__path__):
+        if module.name.startswith("tables"):
+            importlib.import_module(f"leadcrm.db.{module.name}")
+    owned = sorted(t.name for t in metadata.sorted_tables if "organization_id" in t.c)
+    return (
+        "SELECT to_jsonb(o)::text FROM organizations o WHERE id = :o",
+        *(f"SELECT to_jsonb(t)::text AS r FROM {name} t WHERE organization_id = :o ORDER BY r" for name in owned),
+    )
+
+
+FINGERPRINT_QUERIES = _fingerprint_queries()
 
 
 def org_fingerprint(organization_id: uuid.UUID) -> str:
