@@ -131,6 +131,10 @@ def open_or_update_ticket_from_email(
     reply as its reason; `domain.ticket_mail.reply_meaning`); on a closed ticket a new ticket is opened that
     points at it. The caller commits."""
     conn = uow.connection
+    # Concurrent deliveries of one message (SES retries, SQS redelivery) queue here, so the later ones see the
+    # first one's message and answer DUPLICATE instead of failing on the unique external id (and retrying).
+    lock_key = func.hashtextextended(f"ticket-mail:{organization_id}:{external_message_id}", 0)
+    conn.execute(select(func.pg_advisory_xact_lock(lock_key)))
     seen = conn.execute(
         select(ticket_messages.c.ticket_id).where(
             ticket_messages.c.organization_id == organization_id,
