@@ -18,7 +18,9 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
 from leadcrm.services.outbox import relay_unpublished
+from leadcrm.services.qualification import run_nurture_reevaluation
 from leadcrm.services.rate_limits import delete_expired_counters
+from leadcrm.services.scoring import run_rescore_job
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -27,6 +29,8 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "outbox_relay": relay_unpublished,
     "rate_limit_cleanup": delete_expired_counters,
     "daily_digest": run_daily_digest,
+    "rescore_leads": run_rescore_job,
+    "nurture_reevaluation": run_nurture_reevaluation,
 }
 
 

@@ -16,11 +16,14 @@ from constructs import Construct
 OUTBOX_RELAY_JOB = "outbox_relay"
 RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
+RESCORE_LEADS_JOB = "rescore_leads"
+NURTURE_REEVALUATION_JOB = "nurture_reevaluation"
 
 
 class Schedules(Construct):
     """Scheduled jobs: the outbox relay every minute; throttle-counter cleanup and the morning digest every
-    15 minutes (the digest job itself picks the organizations whose local morning it is)."""
+    15 minutes (the digest job itself picks the organizations whose local morning it is); rescoring after a
+    scoring model change every 5 minutes; nurture re-evaluation hourly."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -52,6 +55,18 @@ class Schedules(Construct):
             job=DAILY_DIGEST_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
             description="Mail staff their urgent counts in their organization's morning (once a local day)",
+        )
+        self.rescore_leads = self._job(
+            "RescoreLeads",
+            job=RESCORE_LEADS_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(5)),
+            description="Apply each organization's newest scoring model to its leads, in batches",
+        )
+        self.nurture_reevaluation = self._job(
+            "NurtureReevaluation",
+            job=NURTURE_REEVALUATION_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.hours(1)),
+            description="Re-evaluate nurtured leads whose re-evaluation is due",
         )
         # The digest sends through SES v2 SendEmail from the MAIL_FROM identity (a verified domain or
         # address of this account and region; which one is a deployment choice, so any identity of it).

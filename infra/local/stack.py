@@ -22,7 +22,15 @@ logger = logging.getLogger("leadcrm.local")
 # Local defaults for the Meta webhook secrets (README: Configuration). Override with the same env names.
 LOCAL_META_APP_SECRET = "local-app-secret"
 LOCAL_META_VERIFY_TOKEN = "local-verify-token"
-JOB_RATES_SECONDS = {"outbox_relay": 60, "rate_limit_cleanup": 900, "daily_digest": 900}
+JOB_RATES_SECONDS = {
+    "outbox_relay": 60,
+    "rate_limit_cleanup": 900,
+    "daily_digest": 900,
+    "rescore_leads": 300,
+    "nurture_reevaluation": 3600,
+}
+# Local pseudonym master key (README: Configuration); AWS reads it from Secrets Manager (PSEUDONYM_SECRET_ARN).
+LOCAL_PSEUDONYM_KEY = "local-pseudonym-key"
 ROLES = ("owner", "admin", "coach", "member")
 JSON = {"content-type": "application/json"}
 
@@ -60,6 +68,7 @@ class LocalStack:
         os.environ.setdefault("DB_POOL_SIZE", "8")  # the HTTP threads and pollers share this process
         os.environ.setdefault("META_APP_SECRET", LOCAL_META_APP_SECRET)
         os.environ.setdefault("META_VERIFY_TOKEN", LOCAL_META_VERIFY_TOKEN)
+        os.environ.setdefault("PSEUDONYM_KEY", LOCAL_PSEUDONYM_KEY)
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ["EVENT_BUS_NAME"] = aws.EVENT_BUS
         self.resources = aws.provision()

@@ -20,6 +20,7 @@ from infra.leadcrm_constructs import (
     Migrations,
     Network,
     Observability,
+    PseudonymKey,
     Schedules,
     WebhookIngress,
 )
@@ -73,6 +74,7 @@ class LeadCrmStack(Stack):
             task_lifecycle_queue=messaging.task_lifecycle,
         )
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
+        PseudonymKey(self, "PseudonymKey", readers=functions.database_clients)
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
         webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)

@@ -168,3 +168,8 @@ def _forget_capture_keys(conn: Connection, organization_id: uuid.UUID, lead_id: 
                 idempotency_keys.c.request_hash.in_(fingerprints),
             )
         )
+
+
+# Shared with the pseudonymized erasure (services.pseudonymize), which forgets the same stored answers.
+forget_stored_answers = _forget_stored_answers
+forget_capture_keys = _forget_capture_keys

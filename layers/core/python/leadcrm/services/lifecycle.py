@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Text, Uuid, cast, func, literal, null, select
@@ -18,7 +19,7 @@ from leadcrm.db.tables import lead_activity_events, leads, minisite_events, orga
 from leadcrm.domain.events import LEAD_CREATED, LEAD_STATUS_CHANGED
 from leadcrm.domain.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
 from leadcrm.ids import parse_uuid, uuid7
-from leadcrm.services import conversion, follow_ups, lead_task_closing, returning
+from leadcrm.services import conversion, follow_ups, lead_task_closing, returning, scoring
 
 logger = logging.getLogger(__name__)
 
@@ -114,8 +115,18 @@ def _minisite_event_archived(conn: Connection, detail: dict[str, Any]) -> bool:
     return _upsert_minisite_event(conn, detail, archive=True)
 
 
+def _each(*handlers: Callable[[Connection, dict[str, Any]], bool]) -> Callable[[Connection, dict[str, Any]], bool]:
+    """One event, several independent reactions: each runs; the event changed something if any did."""
+
+    def handle(conn: Connection, detail: dict[str, Any]) -> bool:
+        return any([handler(conn, detail) for handler in handlers])
+
+    return handle
+
+
 _HANDLERS = {
-    LEAD_CREATED: _record_lead_created,
+    # A new or returning lead is scored with the organization's model (services.scoring).
+    LEAD_CREATED: _each(_record_lead_created, scoring.handle_lead_changed),
     MINISITE_EVENT_PUBLISHED: _minisite_event_published,
     MINISITE_EVENT_UPDATED: _minisite_event_published,
     MINISITE_EVENT_ARCHIVED: _minisite_event_archived,
@@ -123,5 +134,5 @@ _HANDLERS = {
     conversion.ENTITLEMENT_ACTIVATED: conversion.handle_entitlement_activated,
     MEMBERSHIP_JOIN_RELEASED: returning.handle_join_released,
     LEAD_STATUS_CHANGED: lead_task_closing.handle_lead_status_changed,
-    LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
+    LEAD_RETURNED_EVENT: _each(follow_ups.sync_return_call, scoring.handle_lead_changed),
 }
