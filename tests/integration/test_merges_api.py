@@ -17,7 +17,7 @@ from tests.support.api import call_api, leads_path
 from tests.support.factories import make_caller
 from tests.support.follow_ups_helpers import consents_of, lead_tasks, put_follow_up
 from tests.support.lead_moves_helpers import activities, lead_row, make_converted, make_pipeline, patch_lead
-from tests.support.qualification_helpers import lead_exists, merge, merge_row, new_lead, read_lead
+from tests.support.qualification_helpers import lead_exists, merge, new_lead, read_lead
 
 
 @pytest.fixture
@@ -58,7 +58,9 @@ def _consent(org_id, lead_id, channel: str, status: str) -> None:
 
 def _rows(table, lead_id) -> list[dict]:
     with get_engine().connect() as conn:
-        return [dict(r) for r in conn.execute(select(table).where(table.c.lead_id == uuid.UUID(str(lead_id)))).mappings()]
+        return [
+            dict(r) for r in conn.execute(select(table).where(table.c.lead_id == uuid.UUID(str(lead_id)))).mappings()
+        ]
 
 
 def test_merging_moves_the_duplicates_history_receipts_and_timeline_to_the_survivor(coach):
@@ -141,7 +143,9 @@ def test_a_placement_in_a_pipeline_the_survivor_is_already_in_is_not_duplicated(
     duplicate = new_lead(coach, name="Dana")
     for lead_id, pipeline in ((survivor["id"], courses), (duplicate["id"], courses), (duplicate["id"], workshops)):
         body = {"pipelineId": str(pipeline.id)}
-        assert call_api("POST", leads_path(coach.org_id, lead_id) + "/pipelines", sub=coach.sub, body=body).status == 201
+        assert (
+            call_api("POST", leads_path(coach.org_id, lead_id) + "/pipelines", sub=coach.sub, body=body).status == 201
+        )
 
     assert merge(coach, survivor["id"], duplicate["id"]).status == 200
 
