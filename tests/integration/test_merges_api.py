@@ -16,7 +16,16 @@ from leadcrm.ids import uuid7
 from tests.support.api import call_api, leads_path
 from tests.support.factories import make_caller
 from tests.support.follow_ups_helpers import consents_of, lead_tasks, put_follow_up
-from tests.support.lead_moves_helpers import activities, lead_row, make_converted, make_pipeline, patch_lead
+from tests.support.lead_moves_helpers import (
+    activities,
+    lead_row,
+    make_converted,
+    make_pipeline,
+    outbox_events,
+    patch_lead,
+    placements,
+    set_lead_columns,
+)
 from tests.support.qualification_helpers import lead_exists, merge, new_lead, read_lead
 
 
@@ -149,8 +158,6 @@ def test_a_placement_in_a_pipeline_the_survivor_is_already_in_is_not_duplicated(
 
     assert merge(coach, survivor["id"], duplicate["id"]).status == 200
 
-    from tests.support.lead_moves_helpers import placements
-
     assert set(placements(survivor["id"])) == {courses.id, workshops.id}
 
 
@@ -255,8 +262,6 @@ def test_members_cannot_merge():
 
 def test_a_nurtured_duplicate_keeps_its_nurture_on_a_survivor_without_qualification(coach):
     """Spec 8: if accepted, history transferred and nurture continues from the surviving record."""
-    from tests.support.lead_moves_helpers import set_lead_columns
-
     survivor = new_lead(coach, name="Dana Cohen")
     duplicate = new_lead(coach, name="Dana")
     due = datetime.now(UTC) + timedelta(days=10)
@@ -269,8 +274,6 @@ def test_a_nurtured_duplicate_keeps_its_nurture_on_a_survivor_without_qualificat
 
 
 def test_the_merge_event_carries_ids_only(coach):
-    from tests.support.lead_moves_helpers import outbox_events
-
     survivor = new_lead(coach, name="Dana Cohen", email="dana.event@example.com")
     duplicate = new_lead(coach, name="Dana", phone="+1 555 0100 299")
     merge(coach, survivor["id"], duplicate["id"])
