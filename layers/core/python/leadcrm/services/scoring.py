@@ -192,6 +192,8 @@ def _newest_enrichments() -> ColumnElement:
         )
         .distinct(lead_enrichments.c.field)
         .order_by(lead_enrichments.c.field, lead_enrichments.c.created_at.desc(), lead_enrichments.c.id.desc())
+        # Two levels down from the outer leads row: say so, or the derived table would read every lead's rows.
+        .correlate(leads)
         .subquery("newest")
     )
     pair = func.jsonb_build_array(newest.c.value, newest.c.confidence)
