@@ -38,6 +38,7 @@ from leadcrm.domain.events import DomainEvent
 from leadcrm.errors import NotFound
 from leadcrm.services.idempotency import request_fingerprint
 from leadcrm.services.lead_moves import lock_lead
+from leadcrm.services.merges import merged_lead_ids
 
 logger = logging.getLogger(__name__)
 
@@ -118,6 +119,9 @@ def _erase_one(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID)
     """Steps 1 to 4 for one lead (the stored answers are forgotten once per request, by the caller)."""
     lock_lead(conn, organization_id, lead_id)
     _forget_capture_keys(conn, organization_id, lead_id)  # reads the receipts, which the lead takes with it
+    # Duplicates merged into the lead were the same person: their stored answers go too (their tombstones
+    # go with the lead).
+    _forget_stored_answers(conn, merged_lead_ids(conn, organization_id, lead_id))
     tasks_deleted = conn.execute(
         delete(tasks).where(tasks.c.organization_id == organization_id, tasks.c.linked_lead_id == lead_id)
     ).rowcount

@@ -703,6 +703,20 @@ def survivor_of(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID
     return {"survivor_id": row.survivor_lead_id, "merge_id": row.id, "merged_at": row.merged_at}
 
 
+def merged_lead_ids(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> list[uuid.UUID]:
+    """The ids of the duplicates merged into this lead (live tombstones): what still names them outside the
+    lead (a stored Idempotency-Key answer of their create) belongs to the survivor's person too."""
+    return list(
+        conn.execute(
+            select(lead_merges.c.merged_lead_id).where(
+                lead_merges.c.organization_id == organization_id,
+                lead_merges.c.survivor_lead_id == lead_id,
+                lead_merges.c.undone_at.is_(None),
+            )
+        ).scalars()
+    )
+
+
 def get_merge(conn: Connection, organization_id: uuid.UUID, merge_id: uuid.UUID) -> dict[str, Any]:
     return _public_merge(_merge_row(conn, organization_id, merge_id, lock=False))
 

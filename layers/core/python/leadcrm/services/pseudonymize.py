@@ -48,6 +48,7 @@ from leadcrm.services.activity import record_activity
 from leadcrm.services.erase import forget_capture_keys, forget_stored_answers
 from leadcrm.services.identity import organization_region
 from leadcrm.services.lead_moves import lock_lead
+from leadcrm.services.merges import lead_references, merged_lead_ids
 from leadcrm.services.pseudonym_tokens import person_tokens
 
 logger = logging.getLogger(__name__)
@@ -136,8 +137,6 @@ TABLE_POLICIES: dict[str, Scrub] = {
 
 def pseudonymize_lead(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID) -> dict[str, Any]:
     """Pseudonymizes one lead of the actor's organization (404 otherwise); the caller commits."""
-    from leadcrm.services.merges import lead_references  # merges builds on scoring, which reads leads
-
     conn = uow.connection
     org = actor.organization_id
     lead = lock_lead(conn, org, lead_id)
@@ -152,6 +151,7 @@ def pseudonymize_lead(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID) -> dict
     if tokens is None:
         raise PseudonymizationNotConfigured("Pseudonymization has no key configured.")
     forget_capture_keys(conn, org, lead_id)  # reads the receipts before they are scrubbed
+    merged = merged_lead_ids(conn, org, lead_id)
     for table in sorted({reference.table.name for reference in lead_references()}):
         TABLE_POLICIES.get(table, _keep)(conn, org, lead_id)
     row = conn.execute(
@@ -178,7 +178,7 @@ def pseudonymize_lead(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID) -> dict
             actor_user_id=actor.user_id,
         )
     )  # fmt: skip
-    forget_stored_answers(conn, [lead_id])
+    forget_stored_answers(conn, [lead_id, *merged])
     record_activity(conn, org, lead_id, PSEUDONYMIZED_ACTIVITY, {}, actor_user_id=actor.user_id)
     uow.add_event(
         DomainEvent(
