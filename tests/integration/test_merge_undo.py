@@ -197,3 +197,12 @@ def test_two_opposite_merges_of_the_same_pair_at_once_leave_one_merge(coach):
     with get_engine().connect() as conn:
         org_leads = conn.execute(select(leads.c.id).where(leads.c.organization_id == coach.org_id)).all()
     assert len(org_leads) == 1
+
+
+def test_an_undo_right_after_the_merge_reports_nothing_left_behind(coach):
+    survivor, duplicate = _two_leads_with_history(coach)
+    merge_id = merge(coach, survivor["id"], duplicate["id"]).data["mergeId"]
+
+    report = undo(coach, merge_id).data["report"]
+
+    assert report == {"stayedWithSurvivor": {}, "missing": {}, "keptSurvivorColumns": [], "notRestored": []}

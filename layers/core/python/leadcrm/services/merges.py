@@ -59,6 +59,7 @@ from sqlalchemy import (
 
 from leadcrm.db.recordsets import recordset
 from leadcrm.db.tables import (
+    lead_activity_events,
     lead_consents,
     lead_pipeline_placements,
     lead_tag_assignments,
@@ -397,6 +398,9 @@ def merge_leads(uow: UnitOfWork, actor: Actor, survivor_id: uuid.UUID, merged_id
         if rows:
             moved[reference.key] = {"pk": [c.name for c in reference.primary_key], "rows": rows}
 
+    # The merge's own timeline entry is the survivor's from the start: an undo does not report it as new.
+    merged_entry_id = uuid7()
+    survivor_rows.setdefault(f"{lead_activity_events.name}.lead_id", []).append([str(merged_entry_id)])
     filled = filled_values(survivor, merged)
     if filled:
         conn.execute(
@@ -432,6 +436,7 @@ def merge_leads(uow: UnitOfWork, actor: Actor, survivor_id: uuid.UUID, merged_id
         conn,
         [
             {
+                "id": merged_entry_id,
                 "organization_id": org,
                 "lead_id": survivor_id,
                 "type": MERGED_ACTIVITY,
