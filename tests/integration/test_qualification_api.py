@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from leadcrm.services.qualification import run_nurture_reevaluation
+from tests.support.api import call_api
 from tests.support.erase_helpers import outbox_rows
 from tests.support.factories import make_caller
 from tests.support.lead_moves_helpers import activities, lead_row, patch_lead, set_lead_columns
@@ -16,6 +17,7 @@ from tests.support.qualification_helpers import (
     ALL_MET,
     create_model,
     enrich,
+    lead_path,
     new_lead,
     put_criteria,
     qualification,
@@ -238,3 +240,11 @@ def test_another_organizations_lead_is_not_found(coach):
     assert qualification(coach, theirs["id"]).status == 404
     response = transition(coach, theirs["id"], "disqualify", {"reasonCode": "spam"})
     assert (response.status, response.error_code) == (404, "LEAD_NOT_FOUND")
+
+
+def test_a_transition_without_a_body_is_fine_where_nothing_is_required(coach):
+    lead_id = _scored_lead(coach, company_size=10)
+    response = call_api("POST", lead_path(coach, lead_id, "/qualification/nurture"), sub=coach.sub)
+    assert (response.status, response.data["state"]) == (200, "nurturing")
+    refused = call_api("POST", lead_path(coach, lead_id, "/qualification/disqualify"), sub=coach.sub)
+    assert (refused.status, refused.error_code) == (400, "DISQUALIFY_REASON_REQUIRED")

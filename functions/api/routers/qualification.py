@@ -140,7 +140,10 @@ def criteria(orgId: str, leadId: str, body: Annotated[CriteriaBody, Body()]) -> 
     return Envelope[Qualification](data=Qualification.model_validate(view))
 
 
-def _transition(orgId: str, leadId: str, action: QualificationAction, body: TransitionBody) -> Envelope[Qualification]:
+def _transition(
+    orgId: str, leadId: str, action: QualificationAction, body: TransitionBody | None
+) -> Envelope[Qualification]:
+    body = body or TransitionBody()
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         view = service.transition(
@@ -157,20 +160,24 @@ def _transition(orgId: str, leadId: str, action: QualificationAction, body: Tran
 
 
 @router.post(f"{LEAD}/qualification/qualify", tags=TAGS, summary="Qualify (score ≥ threshold, BANT met)")
-def qualify(orgId: str, leadId: str, body: Annotated[TransitionBody, Body()]) -> Envelope[Qualification]:
+def qualify(orgId: str, leadId: str, body: Annotated[TransitionBody | None, Body()] = None) -> Envelope[Qualification]:
     return _transition(orgId, leadId, QualificationAction.QUALIFY, body)
 
 
 @router.post(f"{LEAD}/qualification/nurture", tags=TAGS, summary="Put into nurture; a re-evaluation is scheduled")
-def nurture(orgId: str, leadId: str, body: Annotated[TransitionBody, Body()]) -> Envelope[Qualification]:
+def nurture(orgId: str, leadId: str, body: Annotated[TransitionBody | None, Body()] = None) -> Envelope[Qualification]:
     return _transition(orgId, leadId, QualificationAction.NURTURE, body)
 
 
 @router.post(f"{LEAD}/qualification/disqualify", tags=TAGS, summary="Disqualify (reasonCode is mandatory)")
-def disqualify(orgId: str, leadId: str, body: Annotated[TransitionBody, Body()]) -> Envelope[Qualification]:
+def disqualify(
+    orgId: str, leadId: str, body: Annotated[TransitionBody | None, Body()] = None
+) -> Envelope[Qualification]:
     return _transition(orgId, leadId, QualificationAction.DISQUALIFY, body)
 
 
 @router.post(f"{LEAD}/qualification/requalify", tags=TAGS, summary="Requalify a disqualified lead (BANT met)")
-def requalify(orgId: str, leadId: str, body: Annotated[TransitionBody, Body()]) -> Envelope[Qualification]:
+def requalify(
+    orgId: str, leadId: str, body: Annotated[TransitionBody | None, Body()] = None
+) -> Envelope[Qualification]:
     return _transition(orgId, leadId, QualificationAction.REQUALIFY, body)
