@@ -73,12 +73,20 @@ def _empty(value: Any) -> bool:
     return False
 
 
+WON_STATUSES = ("converted", "customer")
+
+
+def is_won(status: str, converted_membership_id: Any) -> bool:
+    """A converted lead or a customer is a member or a buyer: it may survive a merge, never be merged away."""
+    return converted_membership_id is not None or status in WON_STATUSES
+
+
 def merge_refusal(
     survivor: Mapping[str, Any], merged: Mapping[str, Any], *, either_pseudonymized: bool
 ) -> MergeRefusal | None:
     if survivor["id"] == merged["id"]:
         return MergeRefusal.SAME_LEAD
-    if merged.get("converted_membership_id") is not None or merged["status"] in ("converted", "customer"):
+    if is_won(merged["status"], merged.get("converted_membership_id")):
         return MergeRefusal.MERGED_LEAD_CONVERTED
     if either_pseudonymized:
         return MergeRefusal.PSEUDONYMIZED

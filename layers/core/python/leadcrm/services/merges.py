@@ -77,6 +77,7 @@ from leadcrm.domain.merges import (
     UndoRefusal,
     columns_to_restore,
     filled_values,
+    is_won,
     merge_refusal,
     undo_refusal,
 )
@@ -752,21 +753,24 @@ def _public_merge(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+_PERSON_COLUMNS = (
+    leads.c.id,
+    leads.c.name,
+    leads.c.email,
+    leads.c.phone,
+    leads.c.status,
+    leads.c.converted_membership_id,
+    leads.c.created_at,
+)
+
+
 def merge_suggestions(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict[str, Any]:
     """The leads of the organization that are the same person as this one by the identity rules
     (domain.identity.is_same_lead_person: equal canonical email, or equal phone with agreeing names and no
     one else on that number), oldest first, and the suggested survivor: the oldest of them all (the lead
     every later duplicate was a copy of). A converted lead is never suggested to be merged away."""
     lead = conn.execute(
-        select(
-            leads.c.id,
-            leads.c.name,
-            leads.c.email,
-            leads.c.phone,
-            leads.c.status,
-            leads.c.converted_membership_id,
-            leads.c.created_at,
-        ).where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
+        select(*_PERSON_COLUMNS).where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
     ).first()
     if lead is None:
         raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
@@ -781,15 +785,7 @@ def merge_suggestions(conn: Connection, organization_id: uuid.UUID, lead_id: uui
     if not prefilter:
         return {"survivor_id": lead_id, "duplicates": []}
     rows = conn.execute(
-        select(
-            leads.c.id,
-            leads.c.name,
-            leads.c.email,
-            leads.c.phone,
-            leads.c.status,
-            leads.c.converted_membership_id,
-            leads.c.created_at,
-        )
+        select(*_PERSON_COLUMNS)
         .where(leads.c.organization_id == organization_id, leads.c.id != lead_id, or_(*prefilter))
         .order_by(leads.c.created_at, leads.c.id)
         .limit(SUGGESTION_LIMIT)
@@ -809,11 +805,10 @@ def merge_suggestions(conn: Connection, organization_id: uuid.UUID, lead_id: uui
                 "status": row.status,
                 "matched_by": "email" if key.email is not None and candidate.email == key.email else "phone",
                 "created_at": row.created_at,
-                "converted": row.converted_membership_id is not None or row.status in ("converted", "customer"),
+                "converted": is_won(row.status, row.converted_membership_id),
             }
         )
-    lead_converted = lead.converted_membership_id is not None or lead.status in ("converted", "customer")
-    everyone = [(lead.created_at, lead.id, lead_converted)] + [
+    everyone = [(lead.created_at, lead.id, is_won(lead.status, lead.converted_membership_id))] + [
         (d["created_at"], d["lead_id"], d["converted"]) for d in duplicates
     ]
     # A converted lead survives whenever there is one (it cannot be merged away); else the oldest.
