@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection, DateTime, Text, Uuid, cast, func, literal, null, select
@@ -32,7 +31,11 @@ def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> 
     if handler is None:
         logger.info("ignoring event type", extra={"detailType": detail_type})
         return False
-    return handler(conn, detail)
+    changed = handler(conn, detail)
+    # Events about a lead whose scoring inputs changed also rescore it (services.scoring), beside their handler.
+    if detail_type in scoring.RESCORING_EVENTS:
+        changed = scoring.handle_lead_changed(conn, detail) or changed
+    return changed
 
 
 def _record_lead_created(conn: Connection, detail: dict[str, Any]) -> bool:
@@ -115,18 +118,8 @@ def _minisite_event_archived(conn: Connection, detail: dict[str, Any]) -> bool:
     return _upsert_minisite_event(conn, detail, archive=True)
 
 
-def _each(*handlers: Callable[[Connection, dict[str, Any]], bool]) -> Callable[[Connection, dict[str, Any]], bool]:
-    """One event, several independent reactions: each runs; the event changed something if any did."""
-
-    def handle(conn: Connection, detail: dict[str, Any]) -> bool:
-        return any([handler(conn, detail) for handler in handlers])
-
-    return handle
-
-
 _HANDLERS = {
-    # A new or returning lead is scored with the organization's model (services.scoring).
-    LEAD_CREATED: _each(_record_lead_created, scoring.handle_lead_changed),
+    LEAD_CREATED: _record_lead_created,
     MINISITE_EVENT_PUBLISHED: _minisite_event_published,
     MINISITE_EVENT_UPDATED: _minisite_event_published,
     MINISITE_EVENT_ARCHIVED: _minisite_event_archived,
@@ -134,5 +127,5 @@ _HANDLERS = {
     conversion.ENTITLEMENT_ACTIVATED: conversion.handle_entitlement_activated,
     MEMBERSHIP_JOIN_RELEASED: returning.handle_join_released,
     LEAD_STATUS_CHANGED: lead_task_closing.handle_lead_status_changed,
-    LEAD_RETURNED_EVENT: _each(follow_ups.sync_return_call, scoring.handle_lead_changed),
+    LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
 }

@@ -52,6 +52,9 @@ from leadcrm.services.lead_moves import id_list
 logger = logging.getLogger(__name__)
 
 RESCORE_BATCH = 500
+# Events (by type) whose lead is rescored when task_lifecycle receives them: a new lead, a returning one
+# (its empty contact fields were filled). services.lifecycle runs this beside the event's own handler.
+RESCORING_EVENTS = frozenset({"lead.created", "lead.returned"})
 RESCORE_BUDGET_SECONDS = 20.0
 
 
