@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
+from leadcrm.services.merges import purge_expired_snapshots
 from leadcrm.services.outbox import relay_unpublished
 from leadcrm.services.qualification import run_nurture_reevaluation
 from leadcrm.services.rate_limits import delete_expired_counters
@@ -31,6 +32,7 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "daily_digest": run_daily_digest,
     "rescore_leads": run_rescore_job,
     "nurture_reevaluation": run_nurture_reevaluation,
+    "merge_snapshot_purge": purge_expired_snapshots,
 }
 
 

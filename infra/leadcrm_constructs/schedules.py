@@ -18,12 +18,13 @@ RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
 RESCORE_LEADS_JOB = "rescore_leads"
 NURTURE_REEVALUATION_JOB = "nurture_reevaluation"
+MERGE_SNAPSHOT_PURGE_JOB = "merge_snapshot_purge"
 
 
 class Schedules(Construct):
     """Scheduled jobs: the outbox relay every minute; throttle-counter cleanup and the morning digest every
     15 minutes (the digest job itself picks the organizations whose local morning it is); rescoring after a
-    scoring model change every 5 minutes; nurture re-evaluation hourly."""
+    scoring model change every 5 minutes; nurture re-evaluation and the merge snapshot purge hourly."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -67,6 +68,12 @@ class Schedules(Construct):
             job=NURTURE_REEVALUATION_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.hours(1)),
             description="Re-evaluate nurtured leads whose re-evaluation is due",
+        )
+        self.merge_snapshot_purge = self._job(
+            "MergeSnapshotPurge",
+            job=MERGE_SNAPSHOT_PURGE_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.hours(1)),
+            description="Drop the undo snapshots (personal data) of merges past their 7-day undo window",
         )
         # The digest sends through SES v2 SendEmail from the MAIL_FROM identity (a verified domain or
         # address of this account and region; which one is a deployment choice, so any identity of it).

@@ -28,6 +28,7 @@ JOB_RATES_SECONDS = {
     "daily_digest": 900,
     "rescore_leads": 300,
     "nurture_reevaluation": 3600,
+    "merge_snapshot_purge": 3600,
 }
 # Local pseudonym master key (README: Configuration); AWS reads it from Secrets Manager (PSEUDONYM_SECRET_ARN).
 LOCAL_PSEUDONYM_KEY = "local-pseudonym-key"

@@ -206,3 +206,24 @@ def test_an_undo_right_after_the_merge_reports_nothing_left_behind(coach):
     report = undo(coach, merge_id).data["report"]
 
     assert report == {"stayedWithSurvivor": {}, "missing": {}, "keptSurvivorColumns": [], "notRestored": []}
+
+
+def test_the_snapshot_of_a_merge_past_its_window_is_purged_and_the_tombstone_stays(coach):
+    from leadcrm.services.merges import purge_expired_snapshots
+
+    survivor = new_lead(coach, name="A")
+    old, recent = new_lead(coach, name="Dana Purged"), new_lead(coach, name="B")
+    old_merge = merge(coach, survivor["id"], old["id"]).data["mergeId"]
+    recent_merge = merge(coach, survivor["id"], recent["id"]).data["mergeId"]
+    with get_engine().begin() as conn:
+        conn.execute(
+            update(lead_merges)
+            .where(lead_merges.c.id == uuid.UUID(old_merge))
+            .values(merged_at=datetime.now(UTC) - timedelta(days=8))
+        )
+
+    purge_expired_snapshots()
+
+    assert merge_row(old_merge)["snapshot"] is None
+    assert merge_row(recent_merge)["snapshot"] is not None
+    assert read_lead(coach, old["id"]).data["id"] == survivor["id"]

@@ -89,13 +89,15 @@ lead_merges = Table(
     # The survivor's own rows per table before the merge (ids only): an undo reports what arrived since.
     Column("survivor_rows", JSONB, nullable=False),
     # What an undo needs to rebuild (the merged lead's row, rows removed by a policy, the survivor's
-    # values the merge filled). Personal data: dropped when the undo window closes or the survivor is
-    # pseudonymized.
+    # values the merge filled). Personal data: dropped by the merge_snapshot_purge job once the undo window
+    # has closed, by an undo, or when the survivor is pseudonymized.
     Column("snapshot", JSONB),
     Column("undone_at", DateTime(timezone=True)),
     Column("undone_by_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     Column("undo_report", JSONB),
     Index("ix_lead_merges_org_survivor", "organization_id", "survivor_lead_id", "merged_at"),
+    # The snapshot purge job: merges whose undo snapshot is still kept, oldest first.
+    Index("ix_lead_merges_snapshot_kept", "merged_at", postgresql_where=text("snapshot IS NOT NULL")),
     Index(
         "uq_lead_merges_live_tombstone",
         "organization_id",

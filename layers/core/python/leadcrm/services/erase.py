@@ -11,7 +11,8 @@ Spec "Erasing a lead deletes its linked tasks" and the privacy rule "Customer re
    to leads other than tasks.linked_lead_id is left that would block or keep the lead.
 4. What outlives the lead is made to forget it: stored Idempotency-Key answers that carry the lead (a staff
    create's answer is the whole lead, name and email included) are deleted, and so is a public capture's
-   key, found through the fingerprint of the submission the lead's receipts kept. Outbox payloads carry
+   key, found through the fingerprint of the submission the lead's receipts kept, and the stored answers of
+   duplicates merged into the lead (services.merges: the same person). Outbox payloads carry
    ids only (DESIGN.md), so they are left as the non-identifying history of what happened.
 5. `lead.erased` {leadId, actorUserId} is the audit record: ids only.
 

@@ -73,6 +73,7 @@ from leadcrm.domain.access import Actor
 from leadcrm.domain.events import DomainEvent
 from leadcrm.domain.identity import is_same_lead_person, last_seven_digits, person_key
 from leadcrm.domain.merges import (
+    UNDO_WINDOW,
     MergeRefusal,
     UndoRefusal,
     columns_to_restore,
@@ -689,6 +690,31 @@ def _arrived_since(
         if arrived:
             stayed[key] = arrived
     return stayed
+
+
+def purge_expired_snapshots(batch: int = 1000) -> dict[str, int]:
+    """The `merge_snapshot_purge` job: once a merge can no longer be undone, its snapshot (the merged lead's
+    details) has no use left and is dropped. The tombstone, the moved ids and the record of who merged stay.
+    A batch per statement until none is left."""
+    from leadcrm.db.engine import get_engine
+
+    purged = 0
+    while True:
+        with get_engine().begin() as conn:
+            expired = (
+                select(lead_merges.c.id)
+                .where(lead_merges.c.snapshot.is_not(None), lead_merges.c.merged_at < func.now() - UNDO_WINDOW)
+                .order_by(lead_merges.c.merged_at)
+                .limit(batch)
+                .with_for_update(skip_locked=True)
+                .scalar_subquery()
+            )
+            done = conn.execute(update(lead_merges).where(lead_merges.c.id.in_(expired)).values(snapshot=None)).rowcount
+        purged += done
+        if done < batch:
+            break
+    logger.info("merge snapshots purged", extra={"purged": purged})
+    return {"purged": purged}
 
 
 # -- reading ----------------------------------------------------------------------------------------------

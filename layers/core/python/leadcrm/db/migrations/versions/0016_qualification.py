@@ -135,6 +135,13 @@ def upgrade() -> None:
         "ix_lead_merges_org_survivor", "lead_merges", ["organization_id", "survivor_lead_id", "merged_at"], unique=False
     )
     op.create_index(
+        "ix_lead_merges_snapshot_kept",
+        "lead_merges",
+        ["merged_at"],
+        unique=False,
+        postgresql_where=sa.text("snapshot IS NOT NULL"),
+    )
+    op.create_index(
         "uq_lead_merges_live_tombstone",
         "lead_merges",
         ["organization_id", "merged_lead_id"],
@@ -218,6 +225,7 @@ def downgrade() -> None:
     op.drop_index(
         "uq_lead_merges_live_tombstone", table_name="lead_merges", postgresql_where=sa.text("undone_at IS NULL")
     )
+    op.drop_index("ix_lead_merges_snapshot_kept", table_name="lead_merges")
     op.drop_index("ix_lead_merges_org_survivor", table_name="lead_merges")
     op.drop_table("lead_merges")
     op.drop_index("ix_lead_enrichments_org_lead_field", table_name="lead_enrichments")
