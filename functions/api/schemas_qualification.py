@@ -189,7 +189,8 @@ class UndoDone(OutModel):
     restored_id: uuid.UUID
     # stayedWithSurvivor: rows that reached the survivor since the merge (they stay); missing: moved rows
     # gone since; keptSurvivorColumns: filled columns edited since (the edit stays); notRestored: tables
-    # whose removed rows could not be put back.
+    # whose removed rows could not be put back; clearedReferences: the restored lead's references to rows
+    # deleted since (a campaign, an owner), cleared.
     report: dict[str, Any]
 
 

@@ -7,11 +7,20 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, insert, select, update
 
 from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import lead_activity_events, lead_receipts, lead_status_events, lead_tag_assignments, leads
+from leadcrm.db.tables import (
+    lead_activity_events,
+    lead_campaigns,
+    lead_receipts,
+    lead_status_events,
+    lead_tag_assignments,
+    leads,
+)
 from leadcrm.db.tables_qualification import lead_merges
+from leadcrm.ids import uuid7
+from leadcrm.services.merges import purge_expired_snapshots
 from tests.support.api import call_api, leads_path
 from tests.support.concurrency import run_together
 from tests.support.factories import make_caller
@@ -205,12 +214,16 @@ def test_an_undo_right_after_the_merge_reports_nothing_left_behind(coach):
 
     report = undo(coach, merge_id).data["report"]
 
-    assert report == {"stayedWithSurvivor": {}, "missing": {}, "keptSurvivorColumns": [], "notRestored": []}
+    assert report == {
+        "stayedWithSurvivor": {},
+        "missing": {},
+        "keptSurvivorColumns": [],
+        "notRestored": [],
+        "clearedReferences": [],
+    }
 
 
 def test_the_snapshot_of_a_merge_past_its_window_is_purged_and_the_tombstone_stays(coach):
-    from leadcrm.services.merges import purge_expired_snapshots
-
     survivor = new_lead(coach, name="A")
     old, recent = new_lead(coach, name="Dana Purged"), new_lead(coach, name="B")
     old_merge = merge(coach, survivor["id"], old["id"]).data["mergeId"]
@@ -227,3 +240,20 @@ def test_the_snapshot_of_a_merge_past_its_window_is_purged_and_the_tombstone_sta
     assert merge_row(old_merge)["snapshot"] is None
     assert merge_row(recent_merge)["snapshot"] is not None
     assert read_lead(coach, old["id"]).data["id"] == survivor["id"]
+
+
+def test_a_campaign_deleted_since_the_merge_is_cleared_on_the_restored_lead(coach):
+    campaign_id = uuid7()
+    with get_engine().begin() as conn:
+        conn.execute(insert(lead_campaigns).values(id=campaign_id, organization_id=coach.org_id, name="Spring"))
+    survivor = new_lead(coach, name="A")
+    duplicate = new_lead(coach, name="B", campaignId=str(campaign_id))
+    merge_id = merge(coach, survivor["id"], duplicate["id"]).data["mergeId"]
+    with get_engine().begin() as conn:
+        conn.execute(delete(lead_campaigns).where(lead_campaigns.c.id == campaign_id))
+
+    response = undo(coach, merge_id)
+
+    assert response.status == 200, response.body
+    assert response.data["report"]["clearedReferences"] == ["campaign_id"]
+    assert lead_row(duplicate["id"])["campaign_id"] is None

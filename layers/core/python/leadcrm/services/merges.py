@@ -526,7 +526,8 @@ def undo_merge(uow: UnitOfWork, actor: Actor, merge_id: uuid.UUID) -> UndoResult
         .one()
     )
     snapshot = merge["snapshot"]
-    _insert_rows(conn, leads, [snapshot["mergedLead"]])
+    restored_lead, let_go = _without_dangling_references(conn, leads, snapshot["mergedLead"])
+    _insert_rows(conn, leads, [restored_lead])
 
     references = {r.key: r for r in lead_references()}
     missing: dict[str, list[Any]] = {}
@@ -561,6 +562,7 @@ def undo_merge(uow: UnitOfWork, actor: Actor, merge_id: uuid.UUID) -> UndoResult
         "missing": missing,
         "keptSurvivorColumns": columns.kept,
         "notRestored": failed_restores,
+        "clearedReferences": let_go,
     }
     conn.execute(
         update(lead_merges)
@@ -590,6 +592,25 @@ def undo_merge(uow: UnitOfWork, actor: Actor, merge_id: uuid.UUID) -> UndoResult
     )
     scoring.rescore_leads(conn, org, [survivor_id, merged_id])
     return UndoResult(merge_id, survivor_id, merged_id, report)
+
+
+def _without_dangling_references(
+    conn: Connection, table: Table, row: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """The row with references that went away since the merge cleared, as the database would have cleared
+    them had the row stayed (only ON DELETE SET NULL references: a campaign or an owner deleted since);
+    the columns cleared."""
+    cleared = []
+    restored = dict(row)
+    for fk in table.foreign_keys:
+        value = row.get(fk.parent.name)
+        if value is None or (fk.ondelete or "").upper() != "SET NULL":
+            continue
+        target = fk.column
+        if conn.execute(select(target).where(target == value)).first() is None:
+            restored[fk.parent.name] = None
+            cleared.append(fk.parent.name)
+    return restored, sorted(cleared)
 
 
 def _pk_text(row: list[Any], reference: LeadReference, survivor_id: uuid.UUID, merged_id: uuid.UUID) -> tuple:
