@@ -16,6 +16,7 @@ from infra.leadcrm_constructs import (
     InboundEmail,
     LambdaFunctions,
     LeadCrmApi,
+    LeadIngestion,
     Messaging,
     Migrations,
     Network,
@@ -48,7 +49,8 @@ class LeadCrmStack(Stack):
             self,
             "Messaging",
             ingestion_consumer=functions.ingestion,
-            ingestion_producers=[functions.webhooks],
+            # the webhook receiver; the API queues CSV import jobs and ingestion their continuations
+            ingestion_producers=[functions.webhooks, functions.api, functions.ingestion],
             task_lifecycle_consumer=functions.task_lifecycle,
         )
         # Migrations before traffic: the trigger runs after the database and before the functions that
@@ -78,6 +80,13 @@ class LeadCrmStack(Stack):
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
         webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
+        LeadIngestion(
+            self,
+            "LeadIngestion",
+            api=functions.api,
+            ingestion=functions.ingestion,
+            dashboard_origin=config.api.dashboard_origin,
+        )
         Observability(self, "Observability", functions=functions.all, work_queues=messaging.work_queues)
 
         self.functions = functions
