@@ -12,7 +12,10 @@ from sqlalchemy import func, select
 from leadcrm.db.engine import get_engine
 from leadcrm.db.tables import lead_receipts, leads
 from leadcrm.db.tables_qualification import lead_pseudonyms
+from leadcrm.domain.returning import ReturnVia
 from leadcrm.services import pseudonym_tokens
+from leadcrm.services.leads import NewLead
+from leadcrm.services.webhook_leads import Outcome, WebhookLead, ingest
 from tests.support.api import call_api, leads_path
 from tests.support.capture_helpers import capture
 from tests.support.erase_helpers import make_task, outbox_rows, tables_containing
@@ -248,3 +251,26 @@ def test_a_hard_erase_of_a_survivor_forgets_its_merged_duplicates_stored_answers
     assert call_api("DELETE", leads_path(owner.org_id, survivor["id"]), sub=owner.sub).status == 204
 
     assert tables_containing(person["name"], person["email"]) == {}
+
+
+def test_a_webhook_lead_of_a_pseudonymized_person_keeps_nothing_of_what_they_sent(owner):
+    person = _person()
+    lead = new_lead(owner, name=person["name"], phone=person["phone"])
+    _pseudonymize(owner, lead["id"])
+    sent = {"wamid": f"wamid.{person['digits']}", "profileName": person["name"], "text": "hi again"}
+
+    ingested = ingest(
+        owner.org_id,
+        WebhookLead(
+            channel="whatsapp",
+            external_ref=f"ctwa-{person['digits']}",
+            via=ReturnVia.WHATSAPP,
+            new=NewLead(name=person["name"], phone=person["phone"], source="whatsapp"),
+            hook=None,
+            attribution={"platform": "whatsapp"},
+            received=sent,
+        ),
+    )
+
+    assert (ingested.outcome, str(ingested.lead_id)) == (Outcome.DUPLICATE, lead["id"])
+    assert tables_containing(person["name"], person["phone"]) == {}

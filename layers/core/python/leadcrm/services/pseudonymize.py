@@ -39,6 +39,7 @@ from leadcrm.db.tables import (
     memberships,
     tasks,
 )
+from leadcrm.db.tables_ingestion import ingested_events, lead_attributions
 from leadcrm.db.tables_qualification import lead_enrichments, lead_merges, lead_pseudonyms
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
@@ -132,6 +133,10 @@ TABLE_POLICIES: dict[str, Scrub] = {
     lead_tag_assignments.name: _keep,
     memberships.name: _keep,  # the member's own record; source_lead_id is an id
     lead_pseudonyms.name: _keep,
+    # The natural keys of webhook deliveries (Meta's ids), kept so an old redelivery cannot bring the person
+    # back; and which ad, form and campaign brought the lead: the organization's marketing, not the person.
+    ingested_events.name: _keep,
+    lead_attributions.name: _keep,
 }
 
 

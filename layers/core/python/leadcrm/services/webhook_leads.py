@@ -193,7 +193,8 @@ def ingest(organization_id: uuid.UUID, lead: WebhookLead) -> Ingested:
             lead_id, outcome = intake.lead["id"], Outcome(intake.outcome.value)
         except DuplicateLead as duplicate:
             lead_id, outcome = duplicate.existing.id, Outcome.DUPLICATE
-            _record_resubmission(conn, organization_id, lead_id, lead, campaign_id)
+            if not duplicate.existing.suppressed:  # a pseudonymized person: nothing of what they sent is kept
+                _record_resubmission(conn, organization_id, lead_id, lead, campaign_id)
         conn.execute(
             insert(lead_attributions).values(
                 id=uuid7(),
