@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from leadcrm.db.uow import UnitOfWork
+from leadcrm.services.deal_rotting import run_rotting_sweep
 from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
 from leadcrm.services.merges import purge_expired_snapshots
@@ -22,6 +23,7 @@ from leadcrm.services.outbox import relay_unpublished
 from leadcrm.services.qualification import run_nurture_reevaluation
 from leadcrm.services.rate_limits import delete_expired_counters
 from leadcrm.services.scoring import run_rescore_job
+from leadcrm.services.ticket_sweep import run_ticket_sweep
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -33,6 +35,8 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "rescore_leads": run_rescore_job,
     "nurture_reevaluation": run_nurture_reevaluation,
     "merge_snapshot_purge": purge_expired_snapshots,
+    "deal_rotting_sweep": run_rotting_sweep,
+    "ticket_sweep": run_ticket_sweep,
 }
 
 

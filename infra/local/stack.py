@@ -30,6 +30,8 @@ JOB_RATES_SECONDS = {
     "rescore_leads": 300,
     "nurture_reevaluation": 3600,
     "merge_snapshot_purge": 3600,
+    "deal_rotting_sweep": 3600,
+    "ticket_sweep": 60,
 }
 # Local pseudonym master key (README: Configuration); AWS reads it from Secrets Manager (PSEUDONYM_SECRET_ARN).
 LOCAL_PSEUDONYM_KEY = "local-pseudonym-key"
@@ -93,6 +95,7 @@ class LocalStack:
         self.port = self.server.server_address[1]
         # Graph is this server's /_local/graph (read by the functions only after the server is up).
         os.environ.setdefault("META_GRAPH_BASE_URL", f"http://127.0.0.1:{self.port}/_local/graph")
+        os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)

@@ -79,6 +79,10 @@ class LeadCrmStack(Stack):
         PseudonymKey(self, "PseudonymKey", readers=functions.database_clients)
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
+        # Tickets: the support address is support+<token>@<inbound domain>; survey links point at the API.
+        for function in (functions.api, functions.ingestion, functions.task_lifecycle):
+            function.add_environment("INBOUND_DOMAIN", config.inbound_domain)
+        functions.task_lifecycle.add_environment("TICKET_SURVEY_URL", f"{api.url}public/ticket-surveys/")
         webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
         LeadIngestion(
             self,

@@ -14,6 +14,7 @@ from leadcrm.db.engine import get_engine
 from leadcrm.db.tables import lead_consents, lead_receipts, lead_status_events, lead_tag_assignments
 from leadcrm.ids import uuid7
 from tests.support.api import call_api, leads_path
+from tests.support.deals_helpers import deal_row, open_deal
 from tests.support.factories import make_caller
 from tests.support.follow_ups_helpers import consents_of, lead_tasks, put_follow_up
 from tests.support.lead_moves_helpers import (
@@ -27,6 +28,7 @@ from tests.support.lead_moves_helpers import (
     set_lead_columns,
 )
 from tests.support.qualification_helpers import lead_exists, merge, new_lead, read_lead
+from tests.support.tickets_helpers import open_ticket, ticket_row
 
 
 @pytest.fixture
@@ -280,3 +282,15 @@ def test_the_merge_event_carries_ids_only(coach):
 
     (event,) = outbox_events(survivor["id"], "lead.merged")
     assert set(event["payload"]) == {"leadId", "mergedLeadId", "mergeId", "actorUserId"}
+
+
+def test_a_merge_moves_the_duplicates_deals_and_tickets(coach):
+    survivor, duplicate = new_lead(coach, name="Dana Cohen"), new_lead(coach, name="Dana")
+    deal = open_deal(coach, leadId=duplicate["id"])
+    ticket = open_ticket(coach, {"subject": "Locker", "leadId": duplicate["id"]}).body["data"]
+
+    moved = merge(coach, survivor["id"], duplicate["id"]).data["moved"]
+
+    assert (moved["deals.lead_id"], moved["tickets.lead_id"]) == (1, 1)
+    assert str(deal_row(deal["id"])["lead_id"]) == survivor["id"]
+    assert str(ticket_row(ticket["id"])["lead_id"]) == survivor["id"]

@@ -18,10 +18,12 @@ from leadcrm.services.leads import NewLead
 from leadcrm.services.webhook_leads import Outcome, WebhookLead, ingest
 from tests.support.api import call_api, leads_path
 from tests.support.capture_helpers import capture
+from tests.support.deals_helpers import deal_row, open_deal
 from tests.support.erase_helpers import make_task, outbox_rows, tables_containing
 from tests.support.factories import make_caller
 from tests.support.lead_moves_helpers import lead_row
 from tests.support.qualification_helpers import create_model, enrich, merge, new_lead, put_criteria, undo
+from tests.support.tickets_helpers import open_ticket
 
 KEY = "test-pseudonym-key"
 
@@ -274,3 +276,16 @@ def test_a_webhook_lead_of_a_pseudonymized_person_keeps_nothing_of_what_they_sen
 
     assert (ingested.outcome, str(ingested.lead_id)) == (Outcome.DUPLICATE, lead["id"])
     assert tables_containing(person["name"], person["phone"]) == {}
+
+
+def test_the_persons_deals_keep_their_figures_and_their_tickets_go(owner):
+    person = _person()
+    lead = new_lead(owner, name=person["name"], email=person["email"])
+    deal = open_deal(owner, leadId=lead["id"], title=f"Annual plan for {person['name']}", valueMinor=99_000)
+    ticket = open_ticket(owner, {"subject": f"{person['name']} cannot book", "leadId": lead["id"]})
+    assert ticket.status == 201, ticket.body
+
+    _pseudonymize(owner, lead["id"])
+
+    assert tables_containing(person["name"], person["email"]) == {}
+    assert (deal_row(deal["id"])["value_minor"], str(deal_row(deal["id"])["lead_id"])) == (99_000, lead["id"])

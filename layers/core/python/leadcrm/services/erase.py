@@ -37,6 +37,7 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.domain.events import DomainEvent
 from leadcrm.errors import NotFound
+from leadcrm.services.deal_people import forget_erased_lead
 from leadcrm.services.idempotency import request_fingerprint
 from leadcrm.services.lead_moves import lock_lead
 from leadcrm.services.merges import merged_lead_ids
@@ -123,6 +124,7 @@ def _erase_one(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID)
     # Duplicates merged into the lead were the same person: their stored answers go too (their tombstones
     # go with the lead).
     _forget_stored_answers(conn, merged_lead_ids(conn, organization_id, lead_id))
+    forget_erased_lead(conn, organization_id, lead_id)  # its deals stay, without the person's traces
     tasks_deleted = conn.execute(
         delete(tasks).where(tasks.c.organization_id == organization_id, tasks.c.linked_lead_id == lead_id)
     ).rowcount

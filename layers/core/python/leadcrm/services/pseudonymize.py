@@ -39,13 +39,16 @@ from leadcrm.db.tables import (
     memberships,
     tasks,
 )
+from leadcrm.db.tables_deals import deals
 from leadcrm.db.tables_ingestion import ingested_events, lead_attributions
 from leadcrm.db.tables_qualification import lead_enrichments, lead_merges, lead_pseudonyms
+from leadcrm.db.tables_tickets import tickets
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.domain.events import DomainEvent
 from leadcrm.errors import AppError, Conflict
 from leadcrm.services.activity import record_activity
+from leadcrm.services.deal_people import forget_erased_lead
 from leadcrm.services.erase import forget_capture_keys, forget_stored_answers
 from leadcrm.services.identity import organization_region
 from leadcrm.services.lead_moves import lock_lead
@@ -65,7 +68,7 @@ class PseudonymizationNotConfigured(AppError):
     status, code = 503, "PSEUDONYMIZATION_NOT_CONFIGURED"
 
 
-Scrub = Callable[[Connection, uuid.UUID, uuid.UUID], None]
+Scrub = Callable[[Connection, uuid.UUID, uuid.UUID], object]
 
 
 def _keep(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
@@ -111,6 +114,12 @@ def _delete_enrichments(conn: Connection, organization_id: uuid.UUID, lead_id: u
     )
 
 
+def _delete_tickets(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
+    """A ticket's subject, description, messages and mails are the person's own words: the lead's tickets
+    go (with their events, messages and mails), as the hard erase does. SLA reports no longer count them."""
+    conn.execute(delete(tickets).where(tickets.c.organization_id == organization_id, tickets.c.lead_id == lead_id))
+
+
 def _drop_merge_snapshots(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
     """A merge's undo snapshot holds the merged lead's details: dropped (the merge can no longer be undone)."""
     conn.execute(
@@ -137,6 +146,9 @@ TABLE_POLICIES: dict[str, Scrub] = {
     # back; and which ad, form and campaign brought the lead: the organization's marketing, not the person.
     ingested_events.name: _keep,
     lead_attributions.name: _keep,
+    # Deals stay as figures, dates, stages and codes; their free text goes (the deals area's own rule).
+    deals.name: forget_erased_lead,
+    tickets.name: _delete_tickets,
 }
 
 
