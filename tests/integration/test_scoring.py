@@ -4,17 +4,28 @@ model change, by the rescore_leads job in batches."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from sqlalchemy import select
 
 from leadcrm.db.engine import get_engine
 from leadcrm.db.tables_qualification import scoring_models
+from leadcrm.domain.events import DomainEvent
+from leadcrm.ids import uuid7
 from leadcrm.services.scoring import run_rescore_job
 from tests.support.api import call_api
 from tests.support.erase_helpers import deliver, outbox_detail, outbox_rows
 from tests.support.factories import make_caller
 from tests.support.follow_ups_helpers import touch
-from tests.support.lead_moves_helpers import activities, insert_leads, lead_row, patch_lead, pipeline_of
+from tests.support.lead_moves_helpers import (
+    activities,
+    insert_leads,
+    lead_row,
+    patch_lead,
+    pipeline_of,
+    set_lead_columns,
+)
 from tests.support.qualification_helpers import create_model, enrich, lead_path, new_lead, qualification
 
 
@@ -189,3 +200,20 @@ def test_the_newest_model_supersedes_one_still_being_applied(owner):
 def test_an_organization_without_a_model_has_no_scores(coach):
     lead = new_lead(coach, name="Dana")
     assert call_api("POST", lead_path(coach, lead["id"], "/score"), sub=coach.sub).data["score"] is None
+
+
+def test_a_reply_reaching_task_lifecycle_rescores_the_lead(owner, coach, task_lifecycle):
+    """conversation.inbound_received has no handler of ours: the lead is rescored beside whatever handles it."""
+    create_model(owner, [{"kind": "engagement", "signal": "replied", "weight": 40}])
+    lead = new_lead(coach, name="Dana")
+    set_lead_columns(lead["id"], last_inbound_at=datetime.now(UTC))
+    reply = DomainEvent(
+        type="conversation.inbound_received",
+        organization_id=owner.org_id,
+        aggregate_id=uuid7(),
+        payload={"organizationId": str(owner.org_id), "leadId": lead["id"], "channel": "email"},
+    )
+
+    assert deliver(task_lifecycle, reply.detail()) == {"batchItemFailures": []}
+
+    assert _score(lead["id"])[:2] == (40, 1)

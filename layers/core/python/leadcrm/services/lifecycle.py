@@ -28,12 +28,13 @@ LEAD_CREATED_ACTIVITY = "lead_created"
 def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> bool:
     """Apply one event; True when it changed something. Unknown types are acknowledged and ignored."""
     handler = _HANDLERS.get(detail_type)
-    if handler is None:
+    # Events about a lead whose scoring inputs changed also rescore it (services.scoring), beside their handler.
+    rescores = detail_type in scoring.RESCORING_EVENTS
+    if handler is None and not rescores:
         logger.info("ignoring event type", extra={"detailType": detail_type})
         return False
-    changed = handler(conn, detail)
-    # Events about a lead whose scoring inputs changed also rescore it (services.scoring), beside their handler.
-    if detail_type in scoring.RESCORING_EVENTS:
+    changed = handler(conn, detail) if handler is not None else False
+    if rescores:
         changed = scoring.handle_lead_changed(conn, detail) or changed
     return changed
 

@@ -67,6 +67,7 @@ from leadcrm.db.tables import (
     metadata,
     tasks,
 )
+from leadcrm.db.tables_conversations import bulk_email_recipients, conversations, lead_consent_events
 from leadcrm.db.tables_qualification import lead_merges, lead_pseudonyms
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
@@ -316,6 +317,52 @@ def move_tasks(ctx: MergeContext, reference: LeadReference) -> MovedRows:
     return generic_move(ctx, reference)
 
 
+def copy_append_only(ctx: MergeContext, reference: LeadReference) -> MovedRows:
+    """An append-only ledger (lead_consent_events: a trigger refuses UPDATE) cannot have its rows moved:
+    the merged lead's entries are copied onto the survivor (new ids, the same content and times) and the
+    originals are removed, kept in the snapshot; an undo puts the originals back and deletes the copies."""
+    table = reference.table
+    originals = ctx.conn.execute(
+        delete(table).where(ctx.scoped(reference, ctx.merged_id)).returning(*table.columns)
+    ).mappings()
+    kept = [_row_json(table, row) for row in originals]
+    ctx.removed.setdefault(table.name, []).extend(kept)
+    copies = [{**row, "id": str(uuid7()), reference.column.name: str(ctx.survivor_id)} for row in kept]
+    _insert_rows(ctx.conn, table, copies)
+    return [[copy["id"]] for copy in copies]
+
+
+def move_conversations(ctx: MergeContext, reference: LeadReference) -> MovedRows:
+    """Threads move like any row. A thread is keyed by its contact (`lead:<id>`, one per organization,
+    channel and contact): where the survivor has no thread on that channel, the moved one takes the
+    survivor's key, so the next message to the survivor continues it (the old key is kept for an undo);
+    where it has one, the moved thread keeps its old key and the survivor's own thread stays the current one."""
+    conn, table = ctx.conn, reference.table
+    survivor_channels = set(
+        conn.execute(select(table.c.channel).where(ctx.scoped(reference, ctx.survivor_id))).scalars()
+    )
+    moved = generic_move(ctx, reference)
+    rekeyed = conn.execute(
+        update(table)
+        .where(
+            table.c.id.in_([uuid.UUID(row[0]) for row in moved]),
+            table.c.channel.not_in(survivor_channels) if survivor_channels else table.c.id.is_not(None),
+            table.c.contact_key == f"lead:{ctx.merged_id}",
+        )
+        .values(contact_key=f"lead:{ctx.survivor_id}")
+        .returning(table.c.id)
+    ).scalars()
+    ctx.changed.setdefault(f"{table.name}.contact_key", []).extend(
+        {"id": str(thread_id), "contact_key": f"lead:{ctx.merged_id}"} for thread_id in rekeyed
+    )
+    return moved
+
+
+def move_bulk_recipients(ctx: MergeContext, reference: LeadReference) -> MovedRows:
+    """One recipient row per bulk job and lead: the survivor's row for a job both were in stands."""
+    return _move_unless_survivor_has(ctx, reference, "job_id")
+
+
 def refuse_pseudonymized(ctx: MergeContext, reference: LeadReference) -> MovedRows:
     """Never reached with rows: merging a pseudonymized lead is refused before anything moves."""
     return []
@@ -328,7 +375,12 @@ SPECIAL_POLICIES: dict[str, Policy] = {
     lead_pipeline_placements.name: move_placements,
     lead_consents.name: move_consents,
     lead_pseudonyms.name: refuse_pseudonymized,
+    lead_consent_events.name: copy_append_only,
+    conversations.name: move_conversations,
+    bulk_email_recipients.name: move_bulk_recipients,
 }
+# Policies whose recorded rows are copies: an undo deletes them instead of moving them back.
+COPYING_POLICIES = frozenset({copy_append_only})
 
 
 def policy_for(reference: LeadReference) -> Policy | None:
@@ -399,6 +451,8 @@ def merge_leads(uow: UnitOfWork, actor: Actor, survivor_id: uuid.UUID, merged_id
         rows = policy(ctx, reference)
         if rows:
             moved[reference.key] = {"pk": [c.name for c in reference.primary_key], "rows": rows}
+            if policy in COPYING_POLICIES:
+                moved[reference.key]["copied"] = True
 
     # The merge's own timeline entry is the survivor's from the start: an undo does not report it as new.
     merged_entry_id = uuid7()
@@ -536,8 +590,12 @@ def undo_merge(uow: UnitOfWork, actor: Actor, merge_id: uuid.UUID) -> UndoResult
         if reference is None:  # a table dropped since: nothing to move back
             missing[key] = entry["rows"]
             continue
-        back = _move_back(conn, org, reference, entry["rows"], survivor_id, merged_id)
-        gone = [row for row in entry["rows"] if _pk_text(row, reference, survivor_id, merged_id) not in back]
+        if entry.get("copied"):
+            back = _delete_copies(conn, org, reference, entry["rows"], survivor_id)
+            gone = [row for row in entry["rows"] if tuple(str(v) for v in row) not in back]
+        else:
+            back = _move_back(conn, org, reference, entry["rows"], survivor_id, merged_id)
+            gone = [row for row in entry["rows"] if _pk_text(row, reference, survivor_id, merged_id) not in back]
         if gone:
             missing[key] = gone
     failed_restores = []
@@ -650,6 +708,31 @@ def _move_back(
     return {tuple(str(v) for v in row) for row in moved}
 
 
+def _delete_copies(
+    conn: Connection,
+    organization_id: uuid.UUID,
+    reference: LeadReference,
+    rows: list[list[Any]],
+    survivor_id: uuid.UUID,
+) -> set[tuple]:
+    """The copies a copying policy made on the survivor, deleted; their primary keys (as text)."""
+    table, pk = reference.table, reference.primary_key
+    source = recordset(
+        f"copies_{table.name}", f"copies_{table.name}", [dict(zip([c.name for c in pk], r, strict=True)) for r in rows],
+        {c.name: c.type for c in pk},
+    )  # fmt: skip
+    deleted = conn.execute(
+        delete(table)
+        .where(
+            table.c.organization_id == organization_id,
+            reference.column == survivor_id,
+            *(table.c[c.name] == source.c[c.name] for c in pk),
+        )
+        .returning(*pk)
+    ).all()
+    return {tuple(str(v) for v in row) for row in deleted}
+
+
 def _restore_changed(conn: Connection, changed: dict[str, list[dict[str, Any]]], merged_id: uuid.UUID) -> None:
     """Survivor-side rows a policy changed go back (while they still hold what the merge wrote), and the
     merged lead's cancelled follow-up task reopens (it is the restored lead's own task again)."""
@@ -658,6 +741,12 @@ def _restore_changed(conn: Connection, changed: dict[str, list[dict[str, Any]]],
             update(lead_consents)
             .where(lead_consents.c.id == uuid.UUID(row["id"]), lead_consents.c.status == "revoked")
             .values(status=row["status"], source=row["source"], updated_at=func.now())
+        )
+    for row in changed.get("conversations.contact_key", []):
+        conn.execute(
+            update(conversations)
+            .where(conversations.c.id == uuid.UUID(row["id"]), conversations.c.lead_id == merged_id)
+            .values(contact_key=row["contact_key"])
         )
     for row in changed.get("tasks.cancelled", []):
         conn.execute(

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import ARRAY, Connection, Text, cast, delete, func, literal, select, update
+from sqlalchemy import ARRAY, Connection, Text, cast, delete, func, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.db.tables import (
@@ -38,6 +38,12 @@ from leadcrm.db.tables import (
     leads,
     memberships,
     tasks,
+)
+from leadcrm.db.tables_conversations import (
+    bulk_email_recipients,
+    conversation_messages,
+    conversations,
+    lead_consent_events,
 )
 from leadcrm.db.tables_deals import deals
 from leadcrm.db.tables_ingestion import ingested_events, lead_attributions
@@ -120,6 +126,45 @@ def _delete_tickets(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.
     conn.execute(delete(tickets).where(tickets.c.organization_id == organization_id, tickets.c.lead_id == lead_id))
 
 
+def _scrub_conversations(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
+    """Threads and messages stay (how many, when, which way, delivered or not); what was written and the
+    addresses go."""
+    threads = select(conversations.c.id).where(
+        conversations.c.organization_id == organization_id, conversations.c.lead_id == lead_id
+    )
+    conn.execute(
+        update(conversation_messages)
+        .where(
+            conversation_messages.c.organization_id == organization_id,
+            conversation_messages.c.conversation_id.in_(threads),
+        )
+        .values(body="", subject=None, from_address=None, to_address=None, error=None)
+    )
+    conn.execute(
+        update(conversations)
+        .where(conversations.c.organization_id == organization_id, conversations.c.lead_id == lead_id)
+        .values(subject=None, updated_at=func.now())
+    )
+
+
+def _drop_consent_notes(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
+    """The consent ledger keeps every grant and revocation (channel, status, legal basis, source, when), but
+    not the free-text notes. The ledger refuses UPDATE, so an entry with a note is written again without it
+    (same id and time): a deletion the erasure is entitled to, not an edit of what was consented."""
+    ledger = lead_consent_events
+    noted = (
+        conn.execute(
+            delete(ledger)
+            .where(ledger.c.organization_id == organization_id, ledger.c.lead_id == lead_id, ledger.c.note.is_not(None))
+            .returning(*(c for c in ledger.columns if c.name != "note"))
+        )
+        .mappings()
+        .all()
+    )
+    if noted:
+        conn.execute(insert(ledger), [dict(row) for row in noted])
+
+
 def _drop_merge_snapshots(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
     """A merge's undo snapshot holds the merged lead's details: dropped (the merge can no longer be undone)."""
     conn.execute(
@@ -149,6 +194,9 @@ TABLE_POLICIES: dict[str, Scrub] = {
     # Deals stay as figures, dates, stages and codes; their free text goes (the deals area's own rule).
     deals.name: forget_erased_lead,
     tickets.name: _delete_tickets,
+    conversations.name: _scrub_conversations,
+    lead_consent_events.name: _drop_consent_notes,
+    bulk_email_recipients.name: _keep,  # statuses, codes and the provider's ids
 }
 
 
