@@ -194,6 +194,36 @@ def deliver(*bodies: dict[str, Any]) -> dict[str, Any]:
     return lambda_handler(sqs_event(*(sqs_record(body) for body in bodies)), lambda_context("leadcrm-ingestion"))
 
 
+def fetch(*bodies: dict[str, Any]) -> dict[str, Any]:
+    """One SQS batch of leadgen webhook messages to the graph_fetch function; its partial batch response."""
+    from graph_fetch.handler import lambda_handler
+
+    return lambda_handler(sqs_event(*(sqs_record(body) for body in bodies)), lambda_context("leadcrm-graph-fetch"))
+
+
+def queued_for_ingestion() -> list[dict[str, Any]]:
+    """The message bodies on the ingestion queue (INGESTION_QUEUE_URL), taken off it."""
+    import os
+
+    from tests.support.aws import aws_client
+
+    sqs, url, bodies = aws_client("sqs"), os.environ["INGESTION_QUEUE_URL"], []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        bodies.extend(json.loads(m["Body"]) for m in messages)
+        sqs.delete_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+        )
+    return bodies
+
+
+def deliver_leadgen(*bodies: dict[str, Any]) -> dict[str, Any]:
+    """Leadgen webhook messages through both stages, as in AWS: graph_fetch reads each lead from Graph and
+    queues it; the ingestion function takes in what was queued. Ingestion's partial batch response."""
+    assert fetch(*bodies) == {"batchItemFailures": []}
+    fetched = queued_for_ingestion()
+    return deliver(*fetched) if fetched else {"batchItemFailures": []}
+
+
 def _count(table: Any, *where: Any) -> int:
     with get_engine().connect() as conn:
         return conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one()
