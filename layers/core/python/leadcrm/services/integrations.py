@@ -6,8 +6,8 @@ named after it (`integration_secrets.secret_name`), so the graph_fetch function 
 without the database. One external account has at most one active connection (a unique partial index), so
 an inbound event can only belong to one organization, and the account's secret is that connection's.
 Connect and disconnect of one account take a transaction lock on it: the secret write and the row change
-are serialized, so a losing connect can never overwrite or delete the winner's token. The connect surface is flagged in the dashboard only: these routes and the
-webhooks are not.
+are serialized, so a losing connect can never overwrite or delete the winner's token. The connect surface
+is flagged in the dashboard only: these routes and the webhooks are not.
 """
 
 from __future__ import annotations

@@ -42,6 +42,7 @@ from leadcrm.services.leads import DuplicateLead, NewLead, intake_lead, record_r
 
 logger = logging.getLogger(__name__)
 
+
 class Outcome(StrEnum):
     CREATED = "created"  # a new lead
     REOPENED = "reopened"  # a closed lead of the person came back
