@@ -19,8 +19,9 @@ DEFAULT_BASE_URL = "https://graph.facebook.com/v21.0"
 LEAD_FIELDS = ",".join(FETCHED_LEAD_FIELDS)
 TIMEOUT_SECONDS = 5
 # Graph error codes worth a retry although they come with a 4xx: temporary errors (1, 2), rate limits
-# (4, 17, 32, 613) and token trouble (102 session, 190 invalid or expired token).
-RETRYABLE_CODES = frozenset({"1", "2", "4", "17", "32", "102", "190", "613"})
+# (4, 17, 32, 613), token trouble (102 session, 190 invalid or expired token) and permissions (10, 200-299:
+# the page's grant to the app), which a reconnect fixes; the parked delivery is then redriven.
+RETRYABLE_CODES = frozenset({"1", "2", "4", "10", "17", "32", "102", "190", "613", *(str(c) for c in range(200, 300))})
 
 
 class GraphError(Exception):
@@ -35,7 +36,7 @@ class GraphError(Exception):
     def lead_is_gone(self) -> bool:
         """A 4xx about the lead itself (deleted, never existed, not this page's): asking again cannot help,
         so the delivery is dropped. Retried instead: 5xx, no answer, throttling (429 and Graph's rate-limit
-        codes) and a token Graph rejects (expired, revoked), which a reconnect and a redrive recover."""
+        codes) and a token or permission Graph rejects, which a reconnect and a redrive recover."""
         if self.status is None or not 400 <= self.status < 500 or self.status == 429:
             return False
         return self.code not in RETRYABLE_CODES
