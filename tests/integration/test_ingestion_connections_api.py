@@ -228,3 +228,35 @@ def test_a_bad_connect_body_is_a_400_and_nothing_is_stored(owner, body):
             select(integration_connections.c.id).where(integration_connections.c.organization_id == owner.org_id)
         ).all()
     assert rows == []
+
+
+def test_two_organizations_connecting_one_page_at_once_leave_the_winners_token_in_its_secret(monkeypatch):
+    """Through the service (the API handler, like a Lambda container, serves one request at a time)."""
+    from leadcrm.db.uow import UnitOfWork
+    from leadcrm.domain.access import Actor, Role
+    from leadcrm.errors import Conflict
+    from leadcrm.services.integrations import connect
+    from tests.support.concurrency import run_together
+    from tests.support.ingestion_helpers import wide_pool
+
+    page_id = fresh_id()
+    callers = [make_caller(role="owner") for _ in range(4)]
+
+    def connect_as(caller) -> str:
+        actor = Actor(caller.user.id, caller.org_id, caller.membership.id, Role.OWNER, frozenset())
+        try:
+            with UnitOfWork() as uow:
+                connect(uow, actor, "meta_lead_ads", page_id, f"token-of-{caller.org_id}", None)
+            return "connected"
+        except Conflict:
+            return "in_use"
+
+    with wide_pool(monkeypatch):
+        outcomes, errors = run_together([(lambda c=c: connect_as(c)) for c in callers])
+
+    assert errors == [None] * 4
+    assert sorted(outcomes) == ["connected", "in_use", "in_use", "in_use"]
+    winner = callers[outcomes.index("connected")]
+    assert _secret_value(f"leadcrm/integrations/meta_lead_ads/{page_id}") == {
+        "accessToken": f"token-of-{winner.org_id}"
+    }
