@@ -19,6 +19,7 @@ from tests.support.ingestion_helpers import (
     fresh_id,
     graph_lead,
     graph_stand_in,
+    leadgen_message,
     leadgen_payload,
     queued_for_ingestion,
     webhook_message,
@@ -49,10 +50,6 @@ def page(owner):
     return page_id
 
 
-def _meta(page_id: str, leadgen_id: str, **kwargs) -> dict:
-    return webhook_message("meta.leadgen", leadgen_payload(page_id, leadgen_id, **kwargs))
-
-
 def _invoke(*records: dict) -> dict:
     from graph_fetch.handler import lambda_handler
 
@@ -63,7 +60,7 @@ def test_the_lead_is_read_with_the_pages_token_found_by_the_page_id(graph, page)
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
 
-    assert fetch(_meta(page, leadgen_id)) == {"batchItemFailures": []}
+    assert fetch(leadgen_message(page, leadgen_id)) == {"batchItemFailures": []}
 
     assert graph.requests == [(leadgen_id, "page-token-of-the-studio")]
 
@@ -72,7 +69,7 @@ def test_the_fetched_lead_is_queued_for_ingestion_as_a_meta_lead_with_what_graph
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id, platform="ig", form_id="555000111"))
 
-    fetch(_meta(page, leadgen_id, form_id="555000111", ad_id="777"))
+    fetch(leadgen_message(page, leadgen_id, form_id="555000111", ad_id="777"))
 
     (message,) = queued_for_ingestion()
     assert message["kind"] == "meta.lead"
@@ -110,12 +107,12 @@ def test_the_pages_token_is_cached_between_deliveries(graph, page):
     first, second = fresh_id(), fresh_id()
     graph.register(graph_lead(first))
     graph.register(graph_lead(second))
-    fetch(_meta(page, first))
+    fetch(leadgen_message(page, first))
     aws_client("secretsmanager").put_secret_value(
         SecretId=f"leadcrm/integrations/meta_lead_ads/{page}", SecretString=json.dumps({"accessToken": "rotated"})
     )
 
-    fetch(_meta(page, second))
+    fetch(leadgen_message(page, second))
 
     assert graph.requests[-1] == (second, "page-token-of-the-studio")
 
@@ -123,10 +120,10 @@ def test_the_pages_token_is_cached_between_deliveries(graph, page):
 def test_a_reconnect_in_this_process_is_read_at_once(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
-    fetch(_meta(page, fresh_id()))  # caches the first token (the lead is unknown: dropped)
+    fetch(leadgen_message(page, fresh_id()))  # caches the first token (the lead is unknown: dropped)
 
     connect_page(owner, page, token="a-fresh-page-token")
-    fetch(_meta(page, leadgen_id))
+    fetch(leadgen_message(page, leadgen_id))
 
     assert graph.requests[-1] == (leadgen_id, "a-fresh-page-token")
 
@@ -135,7 +132,7 @@ def test_a_page_without_a_token_is_dropped_and_counted_without_asking_graph(grap
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
 
-    assert fetch(_meta(fresh_id(), leadgen_id)) == {"batchItemFailures": []}
+    assert fetch(leadgen_message(fresh_id(), leadgen_id)) == {"batchItemFailures": []}
 
     assert graph.requests == []
     assert queued_for_ingestion() == []
@@ -152,7 +149,7 @@ def test_a_disconnected_pages_leadgen_is_dropped_as_it_has_no_token_any_more(gra
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
 
-    assert fetch(_meta(page, leadgen_id)) == {"batchItemFailures": []}
+    assert fetch(leadgen_message(page, leadgen_id)) == {"batchItemFailures": []}
 
     assert queued_for_ingestion() == []
     assert "Ingestion.meta_lead_ads.no_secret" in emitted_metrics(capsys.readouterr().out)
@@ -161,7 +158,7 @@ def test_a_disconnected_pages_leadgen_is_dropped_as_it_has_no_token_any_more(gra
 def test_a_lead_graph_no_longer_has_is_dropped_and_counted(graph, page, capsys):
     deleted = fresh_id()  # Graph answers 400, code 100: "Object does not exist"
 
-    assert fetch(_meta(page, deleted)) == {"batchItemFailures": []}
+    assert fetch(leadgen_message(page, deleted)) == {"batchItemFailures": []}
 
     assert queued_for_ingestion() == []
     assert "Ingestion.meta_lead_ads.lead_gone" in emitted_metrics(capsys.readouterr().out)
@@ -174,7 +171,7 @@ def test_graph_trouble_fails_the_record_alone_and_the_rest_of_the_batch_is_queue
     good, failing = fresh_id(), fresh_id()
     graph.register(graph_lead(good))
     graph.fail(failing, status, code)
-    good_record, failing_record = sqs_record(_meta(page, good)), sqs_record(_meta(page, failing))
+    good_record, failing_record = sqs_record(leadgen_message(page, good)), sqs_record(leadgen_message(page, failing))
 
     result = _invoke(good_record, failing_record)
 
@@ -186,7 +183,8 @@ def test_no_answer_from_graph_fails_the_record(page, monkeypatch):
     from infra.local.postgres import free_port
 
     monkeypatch.setenv("META_GRAPH_BASE_URL", f"http://127.0.0.1:{free_port()}/v21.0")  # nothing listens
-    unconnected, unanswered = sqs_record(_meta(fresh_id(), fresh_id())), sqs_record(_meta(page, fresh_id()))
+    unconnected = sqs_record(leadgen_message(fresh_id(), fresh_id()))
+    unanswered = sqs_record(leadgen_message(page, fresh_id()))
 
     result = _invoke(unconnected, unanswered)
 

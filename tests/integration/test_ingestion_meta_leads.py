@@ -26,9 +26,8 @@ from tests.support.ingestion_helpers import (
     graph_lead,
     graph_stand_in,
     ingested,
-    leadgen_payload,
+    leadgen_message,
     queued_for_ingestion,
-    webhook_message,
     wide_pool,
 )
 from tests.support.lead_moves_helpers import default_pipeline
@@ -58,15 +57,11 @@ def page(owner):
     return page_id
 
 
-def _meta(page_id: str, leadgen_id: str, **kwargs) -> dict:
-    return webhook_message("meta.leadgen", leadgen_payload(page_id, leadgen_id, **kwargs))
-
-
 def test_a_leadgen_for_a_connected_page_creates_the_lead_from_the_answers_graph_gives(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id, extra={"what_is_your_goal?": "Run a 10k"}))
 
-    assert deliver_leadgen(_meta(page, leadgen_id)) == {"batchItemFailures": []}
+    assert deliver_leadgen(leadgen_message(page, leadgen_id)) == {"batchItemFailures": []}
 
     (lead,) = lead_rows(owner.org_id)
     assert (lead["name"], lead["email"], lead["phone"]) == ("Ada Lovelace", "ada@example.com", "+447700900123")
@@ -78,21 +73,21 @@ def test_a_leadgen_for_a_connected_page_creates_the_lead_from_the_answers_graph_
 def test_the_lead_is_read_from_graph_with_the_connections_token_from_secrets_manager(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
-    deliver_leadgen(_meta(page, leadgen_id))
+    deliver_leadgen(leadgen_message(page, leadgen_id))
     assert graph.requests == [(leadgen_id, "page-token-of-the-studio")]
 
 
 def test_a_lead_from_instagram_has_source_instagram(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id, platform="ig"))
-    deliver_leadgen(_meta(page, leadgen_id))
+    deliver_leadgen(leadgen_message(page, leadgen_id))
     assert lead_rows(owner.org_id)[0]["source"] == "instagram"
 
 
 def test_the_lead_is_attached_to_a_campaign_hook_of_its_form_named_after_the_meta_campaign(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id, form_id="555000111"))
-    deliver_leadgen(_meta(page, leadgen_id, form_id="555000111"))
+    deliver_leadgen(leadgen_message(page, leadgen_id, form_id="555000111"))
 
     (campaign,) = campaigns_of(owner.org_id)
     assert (campaign["channel"], campaign["external_ref"], campaign["name"]) == (
@@ -107,7 +102,7 @@ def test_two_leads_of_the_same_form_share_one_campaign_hook(graph, owner, page):
     first, second = fresh_id(), fresh_id()
     graph.register(graph_lead(first, email="a@example.com", phone=None))
     graph.register(graph_lead(second, email="b@example.com", phone=None))
-    deliver_leadgen(_meta(page, first), _meta(page, second))
+    deliver_leadgen(leadgen_message(page, first), leadgen_message(page, second))
     assert len(campaigns_of(owner.org_id)) == 1
     assert len({lead["campaign_id"] for lead in lead_rows(owner.org_id)}) == 1
 
@@ -115,7 +110,7 @@ def test_two_leads_of_the_same_form_share_one_campaign_hook(graph, owner, page):
 def test_an_attribution_row_records_the_ad_adset_form_campaign_platform_and_leadgen_id(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id, platform="ig"))
-    deliver_leadgen(_meta(page, leadgen_id))
+    deliver_leadgen(leadgen_message(page, leadgen_id))
 
     (attribution,) = attributions_of(owner.org_id)
     (lead,) = lead_rows(owner.org_id)
@@ -138,7 +133,7 @@ def test_an_attribution_row_records_the_ad_adset_form_campaign_platform_and_lead
 def test_the_new_lead_gets_the_auto_task_and_a_receipt_of_what_graph_answered(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
-    deliver_leadgen(_meta(page, leadgen_id))
+    deliver_leadgen(leadgen_message(page, leadgen_id))
 
     (task,) = tasks_of(owner.org_id)
     assert (task["type"], task["assignee_user_id"]) == ("contact_lead", owner.user.id)
@@ -151,7 +146,7 @@ def test_the_same_delivery_replayed_three_times_yields_one_lead_one_attribution_
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
     for _ in range(3):
-        assert deliver_leadgen(_meta(page, leadgen_id)) == {"batchItemFailures": []}
+        assert deliver_leadgen(leadgen_message(page, leadgen_id)) == {"batchItemFailures": []}
     assert counts(owner.org_id) == {"leads": 1, "attributions": 1, "tasks": 1, "receipts": 1}
     assert ingested("meta_lead_ads", leadgen_id)["outcome"] == "created"
 
@@ -159,7 +154,7 @@ def test_the_same_delivery_replayed_three_times_yields_one_lead_one_attribution_
 def test_a_fetched_lead_replayed_three_times_on_the_ingestion_queue_yields_one_lead(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
-    assert fetch(_meta(page, leadgen_id)) == {"batchItemFailures": []}
+    assert fetch(leadgen_message(page, leadgen_id)) == {"batchItemFailures": []}
     (fetched,) = queued_for_ingestion()
 
     for _ in range(3):
@@ -188,7 +183,7 @@ def test_a_leadgen_for_a_page_without_a_stored_token_is_dropped_by_the_fetcher_a
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
 
-    assert fetch(_meta(fresh_id(), leadgen_id)) == {"batchItemFailures": []}
+    assert fetch(leadgen_message(fresh_id(), leadgen_id)) == {"batchItemFailures": []}
 
     assert queued_for_ingestion() == []
     assert graph.requests == []
@@ -200,7 +195,7 @@ def test_a_fetched_lead_whose_page_was_disconnected_meanwhile_is_dropped_and_cou
 
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
-    fetch(_meta(page, leadgen_id))
+    fetch(leadgen_message(page, leadgen_id))
     (connection,) = call_api("GET", f"/organizations/{owner.org_id}/integrations/meta", sub=owner.sub).data
     call_api("DELETE", f"/organizations/{owner.org_id}/integrations/meta/{connection['id']}", sub=owner.sub)
 
@@ -219,7 +214,7 @@ def test_after_a_disconnect_the_pages_leads_are_dropped(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
 
-    deliver_leadgen(_meta(page, leadgen_id))
+    deliver_leadgen(leadgen_message(page, leadgen_id))
 
     assert counts(owner.org_id)["leads"] == 0
     assert ingested("meta_lead_ads", leadgen_id) is None
@@ -232,7 +227,7 @@ def test_a_lead_of_a_person_with_an_open_lead_creates_nothing_new_but_is_attribu
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
 
-    deliver_leadgen(_meta(page, leadgen_id))
+    deliver_leadgen(leadgen_message(page, leadgen_id))
 
     (lead,) = lead_rows(owner.org_id)
     assert lead["id"] == existing
@@ -246,7 +241,7 @@ def test_a_lead_of_a_person_whose_lead_was_lost_reopens_it(graph, owner, page):
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
 
-    deliver_leadgen(_meta(page, leadgen_id))
+    deliver_leadgen(leadgen_message(page, leadgen_id))
 
     (lead,) = lead_rows(owner.org_id)
     assert (lead["id"], lead["status"], lead["returned_via"]) == (existing, "new", "meta")
@@ -258,7 +253,7 @@ def test_a_raw_leadgen_reaching_the_ingestion_queue_is_handed_on_to_graph_fetch(
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id))
 
-    assert deliver(_meta(page, leadgen_id)) == {"batchItemFailures": []}
+    assert deliver(leadgen_message(page, leadgen_id)) == {"batchItemFailures": []}
 
     assert graph.requests == []
     (forwarded,) = graph_fetch_queue.receive_all()

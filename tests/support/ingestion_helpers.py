@@ -183,8 +183,13 @@ def ctwa_referral(source_id: str = "120200000000000009", *, ctwa_clid: str | Non
 
 
 def webhook_message(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """The ingestion queue message the webhook receiver enqueues."""
+    """The queue message the webhook receiver enqueues."""
     return {"kind": kind, "receivedAt": "2026-01-01T10:00:00+00:00", "payload": payload}
+
+
+def leadgen_message(page_id: str, leadgen_id: str, **kwargs: Any) -> dict[str, Any]:
+    """The graph-fetch queue message of a page webhook with one leadgen change."""
+    return webhook_message("meta.leadgen", leadgen_payload(page_id, leadgen_id, **kwargs))
 
 
 def deliver(*bodies: dict[str, Any]) -> dict[str, Any]:
