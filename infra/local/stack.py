@@ -1,4 +1,4 @@
-"""The whole product on one machine: PostgreSQL, moto, the four functions, pollers, a scheduler and HTTP."""
+"""The whole product on one machine: PostgreSQL, moto, the five traffic functions, pollers, a scheduler and HTTP."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class LocalStack:
         self.authority = LocalAuthority(data_dir / "jwt-signing-key")
         self.pollers: list[QueuePoller] = []
         self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
-        self.graph = LocalGraph()  # Meta Graph's lead endpoint, for the Meta processor
+        self.graph = LocalGraph()  # Meta Graph's lead endpoint, for the graph_fetch function
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -81,6 +81,7 @@ class LocalStack:
         os.environ.setdefault("INBOUND_EMAIL_DOMAIN", aws.MAIL_DOMAIN)
         self.resources = aws.provision()
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
+        os.environ["GRAPH_FETCH_QUEUE_URL"] = self.resources.graph_fetch_queue_url
         os.environ["LEAD_IMPORTS_BUCKET"] = aws.IMPORTS_BUCKET
 
         from leadcrm.db.migrate import upgrade
@@ -88,6 +89,7 @@ class LocalStack:
         upgrade()
         self.lambdas.load()
         self.pollers = [
+            QueuePoller(self.lambdas, "graph_fetch", self.resources.graph_fetch_queue_url),
             QueuePoller(self.lambdas, "ingestion", self.resources.ingestion_queue_url),
             QueuePoller(self.lambdas, "task_lifecycle", self.resources.task_lifecycle_queue_url),
         ]
@@ -299,7 +301,7 @@ class LocalStack:
 
         sqs = client("sqs")
         waiting = {}
-        for name in (aws.INGESTION_QUEUE, aws.TASK_LIFECYCLE_QUEUE):
+        for name in aws.WORK_QUEUES:
             attributes = sqs.get_queue_attributes(
                 QueueUrl=self.resources.queues[name],
                 AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
