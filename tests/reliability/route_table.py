@@ -452,3 +452,59 @@ ROUTES.update(
         ),
     }
 )
+
+
+def _scored(company_size: int = 100, *, criteria_met: bool = False, body: Any = None) -> Callable[[OrgWorld], Req]:
+    return lambda w: Req({"leadId": w.scored_lead(company_size, criteria_met=criteria_met)}, body=body)
+
+
+ROUTES.update(
+    {
+        # -- qualification, scoring, enrichment (staff; scoring models owner/admin) --------------------------
+        "GET /organizations/{orgId}/scoring-models": Row(STAFF, 200, foreign=None),
+        "POST /organizations/{orgId}/scoring-models": Row(
+            MANAGER, 201, lambda w: Req(body={"rules": w.SCORING_RULES, "qualifyThreshold": 50}), foreign=None
+        ),
+        "POST /organizations/{orgId}/leads/{leadId}/enrichments": Row(
+            STAFF,
+            201,
+            lambda w: Req(
+                {"leadId": w.lead()},
+                body={
+                    "category": "firmographic",
+                    "field": "companySize",
+                    "value": 120,
+                    "source": "clearbit",
+                    "confidence": 0.9,
+                },
+            ),
+        ),
+        "GET /organizations/{orgId}/leads/{leadId}/enrichments": Row(STAFF, 200, _lead),
+        "GET /organizations/{orgId}/leads/{leadId}/qualification": Row(STAFF, 200, _lead),
+        "POST /organizations/{orgId}/leads/{leadId}/score": Row(STAFF, 200, _scored()),
+        "PUT /organizations/{orgId}/leads/{leadId}/qualification/criteria": Row(
+            STAFF, 200, _scored(body=OrgWorld.ALL_MET)
+        ),
+        "POST /organizations/{orgId}/leads/{leadId}/qualification/qualify": Row(
+            STAFF, 200, _scored(criteria_met=True, body={})
+        ),
+        "POST /organizations/{orgId}/leads/{leadId}/qualification/nurture": Row(STAFF, 200, _scored(10, body={})),
+        "POST /organizations/{orgId}/leads/{leadId}/qualification/disqualify": Row(
+            STAFF, 200, _scored(body={"reasonCode": "no_budget"})
+        ),
+        "POST /organizations/{orgId}/leads/{leadId}/qualification/requalify": Row(
+            STAFF, 200, lambda w: Req({"leadId": w.disqualified_lead()}, body={})
+        ),
+        # -- merges (staff), pseudonymized erase (owner/admin) ------------------------------------------------
+        "POST /organizations/{orgId}/leads/{leadId}/merge": Row(
+            STAFF, 200, lambda w: Req({"leadId": w.lead()}, body={"mergedLeadId": w.lead()})
+        ),
+        "GET /organizations/{orgId}/leads/{leadId}/merge-suggestions": Row(STAFF, 200, _lead),
+        "GET /organizations/{orgId}/leads/{leadId}/merges": Row(STAFF, 200, _lead),
+        "GET /organizations/{orgId}/lead-merges/{mergeId}": Row(STAFF, 200, lambda w: Req({"mergeId": w.merge()})),
+        "POST /organizations/{orgId}/lead-merges/{mergeId}/undo": Row(
+            STAFF, 200, lambda w: Req({"mergeId": w.merge()})
+        ),
+        "POST /organizations/{orgId}/leads/{leadId}/pseudonymize": Row(MANAGER, 200, _lead),
+    }
+)

@@ -232,6 +232,44 @@ class OrgWorld:
 
         return unsubscribe_token(mail_keys.signing_keys()[0], uuid.UUID(self.emailable_lead()))
 
+    # -- qualification, merges ------------------------------------------------------------------------
+    SCORING_RULES = [  # 50 points for a company of 50 or more: companySize 100 reaches the threshold of 50
+        {"kind": "field", "field": "companySize", "operator": "gte", "value": 50, "weight": 50},
+        {"kind": "engagement", "signal": "touches", "weight": 10, "max": 40},
+    ]
+    ALL_MET = {
+        name: {"status": "met", "evidence": f"{name} confirmed on the call"}
+        for name in ("budget", "authority", "need", "timeline")
+    }
+
+    def scoring_model(self) -> None:
+        if not self.api("GET", "/scoring-models").data:
+            self.api("POST", "/scoring-models", body={"rules": self.SCORING_RULES, "qualifyThreshold": 50})
+
+    def scored_lead(self, company_size: int = 100, *, criteria_met: bool = False) -> str:
+        self.scoring_model()
+        lead_id = self.lead()
+        body = {
+            "category": "firmographic",
+            "field": "companySize",
+            "value": company_size,
+            "source": "clearbit",
+            "confidence": 1.0,
+        }
+        self.api("POST", f"/leads/{lead_id}/enrichments", body=body)
+        if criteria_met:
+            self.api("PUT", f"/leads/{lead_id}/qualification/criteria", body=self.ALL_MET)
+        return lead_id
+
+    def disqualified_lead(self) -> str:
+        lead_id = self.scored_lead(10, criteria_met=True)
+        self.api("POST", f"/leads/{lead_id}/qualification/disqualify", body={"reasonCode": "no_budget"})
+        return lead_id
+
+    def merge(self) -> str:
+        survivor, duplicate = self.lead(), self.lead()
+        return self.api("POST", f"/leads/{survivor}/merge", body={"mergedLeadId": duplicate}).data["mergeId"]
+
     # -- ingestion ------------------------------------------------------------------------------------
     def connection(self, provider: str) -> str:
         external_id = str(uuid.uuid4().int)[:16]

@@ -864,7 +864,17 @@ def get_merge(conn: Connection, organization_id: uuid.UUID, merge_id: uuid.UUID)
 
 
 def merges_of(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> list[dict[str, Any]]:
-    """The merges a lead survived, newest first."""
+    """The merges a lead survived, newest first. Another organization's lead, or a random id, is 404 like
+    every lead sub-resource (a lead merged away since is still found by the merges it survived)."""
+    known = conn.execute(
+        select(leads.c.id).where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
+    ).first() or conn.execute(
+        select(lead_merges.c.id).where(
+            lead_merges.c.organization_id == organization_id, lead_merges.c.survivor_lead_id == lead_id
+        )
+    ).first()
+    if known is None:
+        raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
     rows = conn.execute(
         select(lead_merges)
         .where(lead_merges.c.organization_id == organization_id, lead_merges.c.survivor_lead_id == lead_id)
