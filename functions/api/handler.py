@@ -86,6 +86,7 @@ for area in (
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
+FORM_POST_PREFIXES = ("/unsubscribe/",)
 UNSUPPORTED_MEDIA_TYPE = {"error": {"code": "UNSUPPORTED_MEDIA_TYPE", "message": "Send the body as application/json."}}
 NOT_UTF8 = {"error": {"code": "MALFORMED_JSON", "message": "The body is not valid JSON (UTF-8)."}}
 
@@ -96,6 +97,11 @@ def _refused_before_resolving(event: dict[str, Any]) -> tuple[int, dict[str, Any
     method = (event.get("requestContext", {}).get("http", {}).get("method") or "").upper()
     body = event.get("body")
     if method not in BODY_METHODS or not body:
+        return None
+    if (event.get("rawPath") or "").startswith(FORM_POST_PREFIXES):
+        # RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click` as a form. The route reads no body,
+        # so it is dropped (never parsed, never refused).
+        event["body"], event["isBase64Encoded"] = None, False
         return None
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     if "json" not in (headers.get("content-type") or "application/json").lower():
@@ -154,6 +160,11 @@ ERROR_RESPONSES = {
 }
 
 
+def _html(response: dict[str, Any]) -> dict[str, Any] | None:
+    content = response.get("content") or {}
+    return content if "text/html" in content else None
+
+
 def _document_errors(document: dict[str, Any]) -> dict[str, Any]:
     """Every operation lists the error statuses it can answer, with our error shape."""
     document.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
@@ -164,9 +175,10 @@ def _document_errors(document: dict[str, Any]) -> dict[str, Any]:
             for status, ours in ERROR_RESPONSES.items():
                 # a route's own description of 404/409/429 names its codes; 422 and 500 are the resolver's
                 declared = responses.get(str(status), {}).get("description") if status not in (422, 500) else None
-                responses[str(status)] = {"description": declared or ours}
+                page = _html(responses.get(str(status), {}))
+                responses[str(status)] = {"description": declared or ours, **({"content": page} if page else {})}
             for status, response in responses.items():
-                if status.startswith(("4", "5")):
+                if status.startswith(("4", "5")) and not _html(response):  # a page for people keeps its HTML
                     response["content"] = error_content
             if "204" in responses:  # no body at all, so no media type either
                 responses["204"].pop("content", None)

@@ -59,6 +59,19 @@ def fuzz_org(local_stack: LocalStackClient) -> dict[str, Any]:
         "campaignId": [post("/leads/campaigns", {"name": "Fuzz campaign"})["id"]],
         "taskId": [post("/tasks", {"title": f"Fuzz task {i}", "linkedLeadId": leads[i]})["id"] for i in range(2)],
     }
+    deal = {"title": "Fuzz deal", "offerType": "plan", "valueMinor": 1000, "currency": "EUR"}
+    queue = post("/ticket-queues", {"name": "Fuzz queue"})["id"]
+    ids |= {
+        "dealId": [
+            post("/deals", {**deal, "expectedCloseDate": "2027-01-01", "leadId": leads[i]})["id"] for i in (0, 1)
+        ],
+        "ticketId": [post("/tickets", {"subject": f"Fuzz ticket {i}", "leadId": leads[i]})["id"] for i in (0, 1)],
+        "conversationId": [post("/conversations", {"leadId": leads[i]})["conversation"]["id"] for i in (0, 1)],
+        "queueId": [queue],
+        "ruleId": [post("/ticket-routing-rules", {"name": "Fuzz rule", "keywords": ["fuzz"], "queueId": queue})["id"]],
+        "mergeId": [post(f"/leads/{leads[2]}/merge", {"mergedLeadId": leads[3]})["mergeId"]],
+    }
+    ids["leadId"] = leads[:3]  # the fourth was merged into the third
     return {"orgId": org, "token": token, "ids": ids}
 
 
@@ -111,7 +124,8 @@ def test_the_gateway_refuses_every_authorized_route_without_a_token(local_stack,
         for name, pool in fuzz_org["ids"].items():
             path = path.replace("{" + name + "}", pool[0])
         reply = local_stack.request(method, path, json_body={} if method != "GET" else None)
-        expected = 201 if row.gate is PUBLIC else 401
-        if reply.status != expected and not (row.gate is PUBLIC and reply.status in (400, 429)):
+        # A public route reaches Lambda (which judges the empty body or the unfilled token); no other does.
+        refused = reply.status == 401
+        if refused == (row.gate is PUBLIC) or reply.status >= 500:
             wrong.append(f"{key}: {reply.status} {reply.body[:120]!r}")
     assert not wrong, "\n".join(wrong)

@@ -61,7 +61,10 @@ def audience_of(body: BulkAudience) -> bulk_email.Audience:
     "the lead's thread. Leads whose email consent is revoked, or without an address, are skipped and "
     "reported (`skippedLeads`, first 100, and the counts). Answers 202: sending runs as a job within the "
     "SES sending rate; poll `GET …/bulk-emails/{id}`.",
-    responses={400: {"description": "AUDIENCE_EMPTY, AUDIENCE_TOO_LARGE, VALIDATION_FAILED"}},
+    responses={
+        202: {"description": "The job, queued"},
+        400: {"description": "AUDIENCE_EMPTY, AUDIENCE_TOO_LARGE, VALIDATION_FAILED"},
+    },
 )
 def create_bulk_email(orgId: str, body: Annotated[BulkEmailBody, Body()]) -> Response[Envelope[BulkEmailJob]]:
     audience = audience_of(body.audience)
@@ -76,7 +79,7 @@ def create_bulk_email(orgId: str, body: Annotated[BulkEmailBody, Body()]) -> Res
     "/organizations/<orgId>/bulk-emails/<jobId>",
     tags=TAGS,
     summary="A bulk email's progress (staff)",
-    responses={404: {"description": "BULK_EMAIL_NOT_FOUND"}},
+    responses={200: {"description": "OK"}, 404: {"description": "BULK_EMAIL_NOT_FOUND"}},
 )
 def read_bulk_email(orgId: str, jobId: str) -> Envelope[BulkEmailJob]:
     with UnitOfWork() as uow:
@@ -101,7 +104,16 @@ def _page(status: int, title: str, text: str, form_action: str | None = None) ->
 _INVALID = ("Link not valid", "This unsubscribe link is not valid.")
 
 
-@router.get("/unsubscribe/<token>", tags=TAGS, summary="Unsubscribe page (public)", include_in_schema=True)
+# Pages for people, success and failure alike (an invalid link is a 404 page, not our JSON error).
+PAGES = {
+    status: {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+    for status, description in ((200, "The page"), (404, "Link not valid (a page)"))
+}
+
+
+@router.get(
+    "/unsubscribe/<token>", tags=TAGS, summary="Unsubscribe page (public)", include_in_schema=True, responses=PAGES
+)
 def unsubscribe_page(token: str) -> Response[str]:
     if parse_unsubscribe_token(token, mail_keys.signing_keys()) is None:
         return _page(404, *_INVALID)
@@ -113,6 +125,7 @@ def unsubscribe_page(token: str) -> Response[str]:
     tags=TAGS,
     summary="Unsubscribe (public, one-click)",
     description="RFC 8058 one-click target of List-Unsubscribe-Post: revokes the lead's email consent.",
+    responses=PAGES,
 )
 def unsubscribe(token: str) -> Response[str]:
     lead_id = parse_unsubscribe_token(token, mail_keys.signing_keys())

@@ -31,7 +31,7 @@ TAGS = ["Consent"]
     summary="A lead's consent per channel and its ledger (staff)",
     description="`allowed` is false only for a revoked channel (nothing said = allowed). `history` is the "
     "append-only ledger, newest first (last 100).",
-    responses={404: {"description": "LEAD_NOT_FOUND"}},
+    responses={200: {"description": "OK"}, 404: {"description": "LEAD_NOT_FOUND"}},
 )
 def read_consent(orgId: str, leadId: str) -> Envelope[LeadConsent]:
     with UnitOfWork() as uow:
@@ -46,7 +46,7 @@ def read_consent(orgId: str, leadId: str) -> Envelope[LeadConsent]:
     summary="Grant or revoke a lead's consent on a channel (staff, audited)",
     description="A grant needs its `legalBasis`. Recorded in the ledger with the caller as actor and on the "
     "lead's timeline (`consent_changed`).",
-    responses={404: {"description": "LEAD_NOT_FOUND, CONSENT_CHANNEL_NOT_FOUND"}},
+    responses={200: {"description": "OK"}, 404: {"description": "LEAD_NOT_FOUND, CONSENT_CHANNEL_NOT_FOUND"}},
 )
 def put_consent(orgId: str, leadId: str, channel: str, body: Annotated[ConsentBody, Body()]) -> Envelope[LeadConsent]:
     try:

@@ -43,7 +43,10 @@ BASE = "/organizations/<orgId>/conversations"
 THREAD = f"{BASE}/<conversationId>"
 TAGS = ["Conversations"]
 NOT_FOUND = {404: {"description": "CONVERSATION_NOT_FOUND"}}
+# A route that names responses documents its success status itself (the resolver adds 200 only otherwise).
+OK = {200: {"description": "OK"}, **NOT_FOUND}
 SEND_RESPONSES = {
+    201: {"description": "Sent (or failed and kept: `status: failed`), or the first outcome replayed"},
     400: {"description": "CONTACT_HAS_NO_EMAIL, CHANNEL_NOT_SUPPORTED"},
     403: {"description": "LEAD_CHANNEL_BLOCKED (the lead revoked email), MEMBER_EMAIL_OPTED_OUT"},
     **NOT_FOUND,
@@ -71,7 +74,11 @@ def _with_message(thread: dict, message: dict | None) -> ConversationWithMessage
     description="Idempotent on (organization, channel, contact): the same lead or member always gets the same "
     "thread (201 when it was made, 200 when it existed). With `body`, the message is sent (201) through the "
     "gates of `POST …/messages`.",
-    responses={404: {"description": "LEAD_NOT_FOUND, MEMBER_NOT_FOUND"}, **SEND_RESPONSES},
+    responses={
+        **SEND_RESPONSES,
+        200: {"description": "The thread existed (no body: nothing sent)"},
+        404: {"description": "LEAD_NOT_FOUND, MEMBER_NOT_FOUND"},
+    },
 )
 def open_conversation(
     orgId: str,
@@ -131,7 +138,7 @@ def inbox(
     )
 
 
-@router.get(THREAD, tags=TAGS, summary="One thread (staff)", responses=NOT_FOUND)
+@router.get(THREAD, tags=TAGS, summary="One thread (staff)", responses=OK)
 def read_conversation(orgId: str, conversationId: str) -> Envelope[Conversation]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -141,7 +148,7 @@ def read_conversation(orgId: str, conversationId: str) -> Envelope[Conversation]
     return Envelope[Conversation](data=Conversation.model_validate(thread))
 
 
-@router.patch(THREAD, tags=TAGS, summary="Close or re-open a thread (staff)", responses=NOT_FOUND)
+@router.patch(THREAD, tags=TAGS, summary="Close or re-open a thread (staff)", responses=OK)
 def patch_conversation(
     orgId: str, conversationId: str, body: Annotated[ConversationPatchBody, Body()]
 ) -> Envelope[Conversation]:
@@ -159,7 +166,7 @@ def patch_conversation(
     tags=TAGS,
     summary="A thread's messages, newest first (staff)",
     description="Outbound (queued, sent, failed), inbound (received) and internal notes. Keyset pages.",
-    responses=NOT_FOUND,
+    responses=OK,
 )
 def messages(
     orgId: str,
@@ -237,7 +244,7 @@ def _send(
     tags=TAGS,
     summary="Add an internal note (staff)",
     description="Never sent and never gated.",
-    responses=NOT_FOUND,
+    responses={201: {"description": "The note"}, **NOT_FOUND},
 )
 def add_note(orgId: str, conversationId: str, body: Annotated[NoteBody, Body()]) -> Response[Envelope[Message]]:
     with UnitOfWork() as uow:
@@ -248,7 +255,7 @@ def add_note(orgId: str, conversationId: str, body: Annotated[NoteBody, Body()])
     return json_response(201, Envelope[Message](data=Message.model_validate(message)))
 
 
-@router.post(f"{THREAD}/read", tags=TAGS, summary="Mark a thread read (staff)", responses=NOT_FOUND)
+@router.post(f"{THREAD}/read", tags=TAGS, summary="Mark a thread read (staff)", responses=OK)
 def mark_read(orgId: str, conversationId: str) -> Envelope[Conversation]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -262,7 +269,7 @@ def mark_read(orgId: str, conversationId: str) -> Envelope[Conversation]:
     tags=TAGS,
     summary="Assign a thread (staff)",
     description="To an active member of the organization (400 ASSIGNEE_NOT_MEMBER otherwise), or null.",
-    responses={400: {"description": "ASSIGNEE_NOT_MEMBER"}, **NOT_FOUND},
+    responses={400: {"description": "ASSIGNEE_NOT_MEMBER"}, **OK},
 )
 def assign(orgId: str, conversationId: str, body: Annotated[AssignBody, Body()]) -> Envelope[Conversation]:
     with UnitOfWork() as uow:

@@ -62,6 +62,8 @@ WRITE_RESPONSES = {
     404: {"description": "DEAL_NOT_FOUND, DEAL_STAGE_NOT_FOUND"},
     409: {"description": "DEAL_VERSION_CONFLICT, DEAL_SEALED, DEAL_CLOSED, DEAL_STALLED, DEAL_TRANSITION_NOT_ALLOWED"},
 }
+# A route that names responses documents its success status itself (the resolver adds 200 only otherwise).
+UPDATED = {200: {"description": "The deal as written"}, **WRITE_RESPONSES}
 
 
 def _staff(uow: UnitOfWork, orgId: str) -> Actor:
@@ -126,7 +128,12 @@ def rename_pipeline(orgId: str, body: Annotated[RenameDealPipelineBody, Body()])
     return _pipeline(view)
 
 
-@router.post(STAGES, tags=TAGS, summary="Add an open stage to the deal pipeline (owner/admin)")
+@router.post(
+    STAGES,
+    tags=TAGS,
+    summary="Add an open stage to the deal pipeline (owner/admin)",
+    responses={201: {"description": "The pipeline with the new stage"}},
+)
 def add_stage(orgId: str, body: Annotated[AddDealStageBody, Body()]) -> Response[DealPipelineEnvelope]:
     settings = StageSettings(
         name=body.name,
@@ -248,7 +255,7 @@ def read(orgId: str, dealId: str) -> DealDetailEnvelope:
     return DealDetailEnvelope(data=DealDetail.model_validate(deal))
 
 
-@router.patch(DEAL, tags=TAGS, summary="Edit an open deal (staff)", responses=WRITE_RESPONSES)
+@router.patch(DEAL, tags=TAGS, summary="Edit an open deal (staff)", responses=UPDATED)
 def patch(orgId: str, dealId: str, body: Annotated[UpdateDealBody, Body()]) -> DealEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
@@ -257,7 +264,7 @@ def patch(orgId: str, dealId: str, body: Annotated[UpdateDealBody, Body()]) -> D
     return _deal(row)
 
 
-@router.post(f"{DEAL}/move", tags=TAGS, summary="Move a deal to a stage (staff)", responses=WRITE_RESPONSES)
+@router.post(f"{DEAL}/move", tags=TAGS, summary="Move a deal to a stage (staff)", responses=UPDATED)
 def move(orgId: str, dealId: str, body: Annotated[MoveDealBody, Body()]) -> DealEnvelope:
     evidence = Evidence(
         activity_at=body.activity_at,
@@ -279,7 +286,7 @@ def move(orgId: str, dealId: str, body: Annotated[MoveDealBody, Body()]) -> Deal
     f"{DEAL}/reactivate",
     tags=TAGS,
     summary="Reactivate a stalled or closed-lost deal (staff)",
-    responses=WRITE_RESPONSES,
+    responses=UPDATED,
 )
 def reactivate(orgId: str, dealId: str, body: Annotated[ReactivateDealBody, Body()]) -> DealEnvelope:
     with UnitOfWork() as uow:
@@ -293,7 +300,11 @@ def reactivate(orgId: str, dealId: str, body: Annotated[ReactivateDealBody, Body
     f"{DEAL}/compensations",
     tags=TAGS,
     summary="Record a correction of a closed-won deal (staff)",
-    responses={404: {"description": "DEAL_NOT_FOUND"}, 409: {"description": "DEAL_NOT_WON"}},
+    responses={
+        201: {"description": "The compensation"},
+        404: {"description": "DEAL_NOT_FOUND"},
+        409: {"description": "DEAL_NOT_WON"},
+    },
 )
 def compensate(orgId: str, dealId: str, body: Annotated[CompensationBody, Body()]) -> Response[CompensationEnvelope]:
     with UnitOfWork() as uow:

@@ -36,6 +36,7 @@ TAGS = ["Owner departure"]
     tags=TAGS,
     summary="Hand a departed member's open deals, leads and tasks to another (owner/admin)",
     responses={
+        200: {"description": "The handover and what it moved"},
         400: {"description": "ASSIGNEE_NOT_STAFF"},
         404: {"description": "MEMBERSHIP_NOT_FOUND"},
         409: {"description": "MEMBERSHIP_STILL_ACTIVE, NO_ASSIGNEE"},
@@ -62,7 +63,7 @@ def read_default_assignee(orgId: str) -> DefaultAssigneeEnvelope:
     "/organizations/<orgId>/default-assignee",
     tags=TAGS,
     summary="Set the default assignee (owner/admin)",
-    responses={400: {"description": "ASSIGNEE_NOT_STAFF"}},
+    responses={200: {"description": "OK"}, 400: {"description": "ASSIGNEE_NOT_STAFF"}},
 )
 def set_default_assignee(orgId: str, body: Annotated[DefaultAssigneeBody, Body()]) -> DefaultAssigneeEnvelope:
     with UnitOfWork() as uow:

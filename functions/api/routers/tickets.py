@@ -68,7 +68,9 @@ from leadcrm.services.keyset import decode_keyset, encode_keyset
 
 router = APIGatewayHttpRouter()
 
-TICKET = {404: {"description": "TICKET_NOT_FOUND"}}
+# A route that names responses documents its success status itself (the resolver adds 200 only otherwise).
+OK = {200: {"description": "OK"}}
+TICKET = {**OK, 404: {"description": "TICKET_NOT_FOUND"}}
 TRANSITION = {**TICKET, 409: {"description": "TICKET_INVALID_TRANSITION (status, trigger, allowed)"}}
 MAX_REPORT_DAYS = 366
 
@@ -133,6 +135,7 @@ def index(
     tags=["Tickets"],
     summary="Open a ticket (staff for a lead or member; a member for themselves)",
     responses={
+        201: {"description": "The ticket (or the first answer replayed with the same Idempotency-Key)"},
         400: {"description": "TICKET_REQUESTER_REQUIRED"},
         404: {"description": "LEAD_NOT_FOUND, MEMBERSHIP_NOT_FOUND"},
     },
@@ -334,7 +337,7 @@ def settings(orgId: str) -> SettingsEnvelope:
     "/organizations/<orgId>/ticket-settings",
     tags=["Tickets"],
     summary="Change business hours, holidays, SLA targets, auto-close and escalation (owner/admin)",
-    responses={400: {"description": "INVALID_CALENDAR, INVALID_SLA_POLICY"}},
+    responses={**OK, 400: {"description": "INVALID_CALENDAR, INVALID_SLA_POLICY"}},
 )
 def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> SettingsEnvelope:
     with UnitOfWork() as uow:
@@ -356,7 +359,7 @@ def queues(orgId: str) -> QueueListEnvelope:
     "/organizations/<orgId>/ticket-queues",
     tags=["Tickets"],
     summary="Create a queue (owner/admin)",
-    responses={400: {"description": "TICKET_QUEUE_NAME_TAKEN, ASSIGNEE_NOT_STAFF"}},
+    responses={201: {"description": "The queue"}, 400: {"description": "TICKET_QUEUE_NAME_TAKEN, ASSIGNEE_NOT_STAFF"}},
 )
 def create_queue(orgId: str, body: Annotated[CreateQueueBody, Body()]) -> Response[QueueEnvelope]:
     with UnitOfWork() as uow:
@@ -370,7 +373,7 @@ def create_queue(orgId: str, body: Annotated[CreateQueueBody, Body()]) -> Respon
     "/organizations/<orgId>/ticket-queues/<queueId>",
     tags=["Tickets"],
     summary="Rename, set the escalation agent, archive (owner/admin)",
-    responses={404: {"description": "TICKET_QUEUE_NOT_FOUND"}},
+    responses={**OK, 404: {"description": "TICKET_QUEUE_NOT_FOUND"}},
 )
 def update_queue(orgId: str, queueId: str, body: Annotated[UpdateQueueBody, Body()]) -> QueueEnvelope:
     with UnitOfWork() as uow:
@@ -394,7 +397,10 @@ def rules(orgId: str) -> RuleListEnvelope:
     "/organizations/<orgId>/ticket-routing-rules",
     tags=["Tickets"],
     summary="Add a routing rule at a position (owner/admin)",
-    responses={400: {"description": "TICKET_RULE_NEEDS_TARGET, ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"}},
+    responses={
+        201: {"description": "The rule"},
+        400: {"description": "TICKET_RULE_NEEDS_TARGET, ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"},
+    },
 )
 def create_rule(orgId: str, body: Annotated[CreateRuleBody, Body()]) -> Response[RuleEnvelope]:
     with UnitOfWork() as uow:
@@ -408,7 +414,7 @@ def create_rule(orgId: str, body: Annotated[CreateRuleBody, Body()]) -> Response
     "/organizations/<orgId>/ticket-routing-rules/order",
     tags=["Tickets"],
     summary="Put the routing rules in this order (owner/admin)",
-    responses={400: {"description": "TICKET_RULE_ORDER_MISMATCH"}},
+    responses={**OK, 400: {"description": "TICKET_RULE_ORDER_MISMATCH"}},
 )
 def order_rules(orgId: str, body: Annotated[RuleOrderBody, Body()]) -> RuleListEnvelope:
     with UnitOfWork() as uow:
@@ -422,7 +428,7 @@ def order_rules(orgId: str, body: Annotated[RuleOrderBody, Body()]) -> RuleListE
     "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
     tags=["Tickets"],
     summary="Change a routing rule (owner/admin)",
-    responses={404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
+    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
 )
 def update_rule(orgId: str, ruleId: str, body: Annotated[UpdateRuleBody, Body()]) -> RuleEnvelope:
     with UnitOfWork() as uow:
@@ -438,7 +444,7 @@ def update_rule(orgId: str, ruleId: str, body: Annotated[UpdateRuleBody, Body()]
     "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
     tags=["Tickets"],
     summary="Delete a routing rule (owner/admin)",
-    responses={404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
+    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
 )
 def delete_rule(orgId: str, ruleId: str) -> Response[dict[str, Any]]:
     with UnitOfWork() as uow:
@@ -457,7 +463,7 @@ def delete_rule(orgId: str, ruleId: str) -> Response[dict[str, Any]]:
     "/organizations/<orgId>/ticket-reports/sla",
     tags=["Tickets"],
     summary="First response and resolution times, breach rate: totals, per queue, per agent (staff)",
-    responses={400: {"description": "INVALID_PERIOD"}},
+    responses={**OK, 400: {"description": "INVALID_PERIOD"}},
 )
 def sla_report(
     orgId: str,
@@ -485,7 +491,7 @@ def _aware(value: datetime) -> datetime:
     "/public/ticket-surveys/<token>",
     tags=["Tickets"],
     summary="The satisfaction survey a closed ticket mailed (public)",
-    responses={404: {"description": "SURVEY_NOT_FOUND"}},
+    responses={**OK, 404: {"description": "SURVEY_NOT_FOUND"}},
 )
 def survey(token: str) -> SurveyEnvelope:
     with UnitOfWork() as uow:
@@ -497,7 +503,11 @@ def survey(token: str) -> SurveyEnvelope:
     "/public/ticket-surveys/<token>",
     tags=["Tickets"],
     summary="Answer the satisfaction survey, once (public)",
-    responses={404: {"description": "SURVEY_NOT_FOUND"}, 409: {"description": "SURVEY_ALREADY_ANSWERED"}},
+    responses={
+        201: {"description": "The answer, recorded"},
+        404: {"description": "SURVEY_NOT_FOUND"},
+        409: {"description": "SURVEY_ALREADY_ANSWERED"},
+    },
 )
 def answer_survey(token: str, body: Annotated[SurveyAnswerBody, Body()]) -> Response[SurveyEnvelope]:
     with UnitOfWork() as uow:
