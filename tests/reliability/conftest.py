@@ -5,6 +5,7 @@ from tests.integration.conftest import (  # noqa: F401 - fixtures shared with th
     aws,
     ctx,
     event_bus,
+    graph_fetch_queue,
     ingestion_queue,
     lifecycle_queue,
     meta_secrets,

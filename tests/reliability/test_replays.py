@@ -6,11 +6,10 @@ redelivered) and whose `effect()` counts what the entry changes. A first deliver
 (so the row tests something); more deliveries, in a row or at once in separate processes (one Lambda
 container each), must leave them exactly where one delivery put them.
 
-Adding an entry (the Meta, WhatsApp and SES-inbound processors when they land) is adding a row: on main the
-webhook receiver keeps no state (each delivery is one message; deduplication is the consumer's), and the
-ingestion consumer only describes messages, so `meta_delivery` below drives the whole path (signed
-function-URL POST → SQS → ingestion.handler) and the row adds the effect, e.g.
-`Entry("ingestion: Meta leadgen", lambda q: Delivery(meta_delivery(q, body), lambda: (leads_with(leadgen_id),)))`.
+Adding an entry is adding a row. Entries reach the code as AWS does: HTTP requests through the API
+handler; Meta and WhatsApp webhooks signed to the receiver and drained stage by stage (graph_fetch, then
+ingestion: `meta_delivery`); SES mail as a new S3 object and its S3 event through SQS to ingestion;
+platform and domain events as the SQS record the bus put on the task_lifecycle queue.
 """
 
 from __future__ import annotations
@@ -52,6 +51,7 @@ class Stage:
 
     lifecycle: Queue
     ingestion: Queue
+    graph_fetch: Queue
     graph: LocalGraph
 
 
@@ -275,9 +275,10 @@ def _join_released(_: Stage) -> Delivery:
 # -- webhooks → ingestion (the path the Meta / WhatsApp processors will hang off) -----------------------------
 
 
-def meta_delivery(ingestion: Queue, body: dict[str, Any], path: str = "/webhooks/meta/leadgen") -> Callable[[], int]:
-    """One delivery of a signed Meta notification to the receiver, then the ingestion consumer drains what it
-    enqueued (as the event source mapping would); returns how many messages the consumer took."""
+def meta_delivery(stage: Stage, body: dict[str, Any], path: str = "/webhooks/meta/leadgen") -> Callable[[], int]:
+    """One delivery of a signed Meta notification to the receiver, then what it enqueued drained stage by
+    stage as the event source mappings would: graph_fetch (a leadgen: read from Graph outside the VPC,
+    queued as `meta.lead`), then the ingestion consumer. Returns how many messages the stages took."""
     import hashlib
     import hmac
 
@@ -287,7 +288,15 @@ def meta_delivery(ingestion: Queue, body: dict[str, Any], path: str = "/webhooks
     raw = json.dumps(body).encode()
     signature = "sha256=" + hmac.new(META_APP_SECRET.encode(), raw, hashlib.sha256).hexdigest()
 
+    def drain(queue: Queue, handler: Callable[[dict[str, Any], Any], dict[str, Any]], function: str) -> int:
+        records = [sqs_record_from_message(m, queue_name=queue.name) for m in queue.receive_all()]
+        if records:
+            result = handler(sqs_event(*records), lambda_context(function))
+            assert result == {"batchItemFailures": []}, result
+        return len(records)
+
     def deliver() -> int:
+        from graph_fetch.handler import lambda_handler as fetch
         from ingestion.handler import lambda_handler as ingest
         from webhooks.handler import lambda_handler as receive
 
@@ -296,10 +305,8 @@ def meta_delivery(ingestion: Queue, body: dict[str, Any], path: str = "/webhooks
             lambda_context("leadcrm-webhooks"),
         )
         assert answer["statusCode"] == 200, answer
-        records = [sqs_record_from_message(m, queue_name=ingestion.name) for m in ingestion.receive_all()]
-        result = ingest(sqs_event(*records), lambda_context("leadcrm-ingestion"))
-        assert result == {"batchItemFailures": []}, result
-        return len(records)
+        taken = drain(stage.graph_fetch, fetch, "leadcrm-graph-fetch")
+        return taken + drain(stage.ingestion, ingest, "leadcrm-ingestion")
 
     return deliver
 
@@ -318,7 +325,7 @@ def _meta_leadgen(stage: Stage) -> Delivery:
     world, page_id, leadgen_id = make_world(), fresh_id(), fresh_id()
     world.api("POST", "/integrations/meta", body={"pageId": page_id, "accessToken": "page-token-1234"})
     stage.graph.register(graph_lead(leadgen_id, email=f"{leadgen_id}@example.com", phone=None))
-    deliver = meta_delivery(stage.ingestion, leadgen_payload(page_id, leadgen_id))
+    deliver = meta_delivery(stage, leadgen_payload(page_id, leadgen_id))
     return Delivery(
         deliver, lambda: _org_counts(world.id, "leads", "lead_attributions", "lead_receipts", "ingested_events")
     )
@@ -336,7 +343,7 @@ def _whatsapp_ctwa(stage: Stage) -> Delivery:
         wa_id=f"4477{fresh_id()[:8]}",
         referral=ctwa_referral(ctwa_clid=fresh_id()),
     )
-    deliver = meta_delivery(stage.ingestion, payload, path="/webhooks/whatsapp")
+    deliver = meta_delivery(stage, payload, path="/webhooks/whatsapp")
     return Delivery(
         deliver, lambda: _org_counts(world.id, "leads", "lead_attributions", "lead_receipts", "ingested_events")
     )
@@ -517,7 +524,9 @@ ENTRIES = [
 
 
 @pytest.fixture
-def stage(lifecycle_queue: Queue, ingestion_queue: Queue, meta_secrets, monkeypatch) -> Iterator[Stage]:
+def stage(
+    lifecycle_queue: Queue, ingestion_queue: Queue, graph_fetch_queue: Queue, meta_secrets, monkeypatch
+) -> Iterator[Stage]:
     """The bus and the task_lifecycle queue behind it (the API's events are published after commit), the
     ingestion queue the webhook receiver feeds, Graph, the inbound mail bucket and a verified sender."""
     from tests.support.conversations_helpers import make_inbound_bucket, verify_sender
@@ -526,7 +535,7 @@ def stage(lifecycle_queue: Queue, ingestion_queue: Queue, meta_secrets, monkeypa
     verify_sender()
     make_inbound_bucket()
     with graph_stand_in(monkeypatch) as graph:
-        yield Stage(lifecycle_queue, ingestion_queue, graph)
+        yield Stage(lifecycle_queue, ingestion_queue, graph_fetch_queue, graph)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=str)
@@ -560,9 +569,9 @@ def _comparable(effect: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(v if v < 1_000_000_000 else 0 for v in effect)
 
 
-def test_a_meta_notification_delivered_three_times_is_accepted_and_consumed_each_time(ingestion_queue, meta_secrets):
+def test_a_meta_notification_delivered_three_times_is_accepted_and_consumed_each_time(stage: Stage):
     body = {"object": "page", "entry": [{"id": "1", "changes": [{"field": "leadgen", "value": {"leadgen_id": "7"}}]}]}
-    deliver = meta_delivery(ingestion_queue, body)
+    deliver = meta_delivery(stage, body)  # a page nobody connected: graph_fetch takes it and drops it
     assert [deliver() for _ in range(IN_A_ROW)] == [1] * IN_A_ROW
 
 
