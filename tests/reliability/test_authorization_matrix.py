@@ -166,3 +166,15 @@ def test_another_organizations_ticket_is_not_found_to_assign(worlds):
         ),
     )
     assert (response.status, response.error_code, unchanged) == (404, "TICKET_NOT_FOUND", True)
+
+
+def test_a_refused_caller_gets_403_whatever_the_path_says(worlds):
+    """Path parameters are judged after the gate, as ids are: an unknown consent channel is no exception."""
+    ours, _, _ = worlds
+    lead_id = ours.lead()
+    body = {"status": "granted", "legalBasis": "consent"}
+    path = f"/organizations/{ours.id}/leads/{lead_id}/consent/carrier-pigeon"
+    member = invoke(http_api_event("PUT", path, sub=ours.subjects["member"], body=body))
+    owner = invoke(http_api_event("PUT", path, sub=ours.owner, body=body))
+    assert (member.status, member.error_code) == (403, "STAFF_ONLY")
+    assert (owner.status, owner.error_code) == (404, "CONSENT_CHANNEL_NOT_FOUND")

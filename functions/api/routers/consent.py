@@ -49,19 +49,19 @@ def read_consent(orgId: str, leadId: str) -> Envelope[LeadConsent]:
     responses={200: {"description": "OK"}, 404: {"description": "LEAD_NOT_FOUND, CONSENT_CHANNEL_NOT_FOUND"}},
 )
 def put_consent(orgId: str, leadId: str, channel: str, body: Annotated[ConsentBody, Body()]) -> Envelope[LeadConsent]:
-    try:
-        consent_channel = consent.ConsentChannel(channel)
-    except ValueError:
-        raise NotFound("No such consent channel.", code="CONSENT_CHANNEL_NOT_FOUND") from None
-    change = consent.ConsentChange(
-        channel=consent_channel,
-        status=body.status,
-        source=consent.STAFF_SOURCE,
-        legal_basis=body.legal_basis,
-        note=body.note or None,
-    )
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
+        actor = require_staff(caller(uow, router, orgId))  # first: a refused caller learns nothing of the input
+        try:
+            consent_channel = consent.ConsentChannel(channel)
+        except ValueError:
+            raise NotFound("No such consent channel.", code="CONSENT_CHANNEL_NOT_FOUND") from None
+        change = consent.ConsentChange(
+            channel=consent_channel,
+            status=body.status,
+            source=consent.STAFF_SOURCE,
+            legal_basis=body.legal_basis,
+            note=body.note or None,
+        )
         view = consent.set_consent(uow.connection, actor, entity_id(leadId, "LEAD_NOT_FOUND"), change)
         uow.commit()
     return Envelope[LeadConsent](data=LeadConsent.model_validate(view))
