@@ -66,9 +66,13 @@ LEAD_FIELD_NAMES = {
 }
 
 
+NO_NUL = r"^[^\x00]*$"
+
+
 class CreateImportBody(CamelModel):
-    file_name: str | None = Field(default=None, min_length=1, max_length=255)
-    column_mapping: dict[LeadField, Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+    # PostgreSQL text cannot hold U+0000: refused here (400) rather than failing the insert (500)
+    file_name: str | None = Field(default=None, min_length=1, max_length=255, pattern=NO_NUL)
+    column_mapping: dict[LeadField, Annotated[str, Field(min_length=1, max_length=200, pattern=NO_NUL)]] | None = Field(
         default=None,
         description="lead field -> the CSV header that holds it (case-insensitive). Without it, common headers "
         "(Name, First name, Last name, Email, Phone, Mobile, Notes, ...) are recognised.",

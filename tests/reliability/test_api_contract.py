@@ -89,3 +89,18 @@ def test_a_json_body_that_is_not_utf8_is_a_400_malformed_json(key, world):
     event = http_api_event(method, path, sub=world.owner, body=b"\xe0\x81J\xceG", is_base64=True)
     response = invoke(event)
     assert (response.status, response.error_code) == (400, "MALFORMED_JSON")
+
+
+def test_a_nul_character_in_an_import_mapping_is_a_400_not_a_500(world, monkeypatch):
+    body = {"fileName": "leads.csv", "columnMapping": {"name": "Full\u0000name"}}
+    response = invoke(http_api_event("POST", f"/organizations/{world.id}/leads/import", sub=world.owner, body=body))
+    assert (response.status, response.error_code) == (400, "VALIDATION_FAILED")
+
+
+def test_a_queue_name_taken_in_another_case_is_refused_whatever_the_alphabet(world, event_bus):
+    path = f"/organizations/{world.id}/ticket-queues"
+    first = invoke(http_api_event("POST", path, sub=world.owner, body={"name": "Ünterstützung Ärger"}))
+    again = invoke(http_api_event("POST", path, sub=world.owner, body={"name": "ünterstützung ärger"}))
+    assert first.status == 201 and (again.status, again.error_code) in ((201, None), (400, "TICKET_QUEUE_NAME_TAKEN"))
+    same = invoke(http_api_event("POST", path, sub=world.owner, body={"name": "Ünterstützung Ärger"}))
+    assert (same.status, same.error_code) == (400, "TICKET_QUEUE_NAME_TAKEN")

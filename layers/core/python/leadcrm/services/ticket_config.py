@@ -233,7 +233,10 @@ def list_queues(conn: Connection, organization_id: uuid.UUID) -> list[dict[str, 
 
 def _name_taken(conn: Connection, organization_id: uuid.UUID, name: str, except_id: uuid.UUID | None) -> bool:
     query = select(ticket_queues.c.id).where(
-        ticket_queues.c.organization_id == organization_id, func.lower(ticket_queues.c.name) == name.lower()
+        # lower() on both sides in SQL, as the unique index does: Python's lower() folds letters the database's
+        # collation may not (a name taken that way passed the check and broke the index: a 500)
+        ticket_queues.c.organization_id == organization_id,
+        func.lower(ticket_queues.c.name) == func.lower(name),
     )
     if except_id is not None:
         query = query.where(ticket_queues.c.id != except_id)
