@@ -109,4 +109,4 @@ def test_an_empty_funnel_converts_nothing():
 )
 def test_the_attribution_window_is_configurable_and_defaults_to_90_days(raw, days):
     assert attribution_window({"ATTRIBUTION_WINDOW_DAYS": raw}) == timedelta(days=days)
-    assert DEFAULT_ATTRIBUTION_WINDOW == timedelta(days=90)
+    assert timedelta(days=90) == DEFAULT_ATTRIBUTION_WINDOW

@@ -58,8 +58,14 @@ def test_nothing_received_means_no_utm():
 
 @pytest.mark.parametrize(
     ("channel", "kind"),
-    [("minisite", TouchKind.FORM), ("staff", TouchKind.STAFF), ("meta", TouchKind.AD),
-     ("whatsapp", TouchKind.WHATSAPP_REFERRAL), ("import", TouchKind.IMPORT), ("join_released", TouchKind.OTHER)],
+    [
+        ("minisite", TouchKind.FORM),
+        ("staff", TouchKind.STAFF),
+        ("meta", TouchKind.AD),
+        ("whatsapp", TouchKind.WHATSAPP_REFERRAL),
+        ("import", TouchKind.IMPORT),
+        ("join_released", TouchKind.OTHER),
+    ],
 )
 def test_the_entry_channel_names_the_kind_of_touch(channel, kind):
     assert touch_kind(channel, Utm()) is kind

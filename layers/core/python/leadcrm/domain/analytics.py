@@ -118,9 +118,7 @@ def funnel(reached_by_rank: dict[int, int]) -> list[FunnelRow]:
     previous: int | None = None
     for rank, step in enumerate(FUNNEL_STEPS):
         reached = sum(count for r, count in reached_by_rank.items() if r >= rank)
-        rows.append(
-            FunnelRow(step, reached, None if previous is None else conversion_percent(reached, previous))
-        )
+        rows.append(FunnelRow(step, reached, None if previous is None else conversion_percent(reached, previous)))
         previous = reached
     return rows
 
