@@ -273,7 +273,7 @@ leads = Table(
         "ix_leads_org_created_at_analytics",
         "organization_id",
         "created_at",
-        postgresql_include=["status", "source", "campaign_id", "first_human_response_at"],
+        postgresql_include=["id", "status", "source", "campaign_id", "first_human_response_at"],
         postgresql_where=text("NOT is_test"),
     ),
     # List search: substrings of name and email (ILIKE) and of the phone's digits, within the organization

@@ -37,7 +37,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.db.tables import lead_campaigns, lead_status_events, leads, organizations
+from leadcrm.db.tables import lead_campaigns, lead_status_events, leads
 from leadcrm.db.tables_analytics import campaign_spend, lead_touches
 from leadcrm.domain.access import Actor
 from leadcrm.domain.analytics import WON_STATUSES, Period
@@ -651,9 +651,3 @@ def _campaign_names(conn: Connection, organization_id: uuid.UUID, ids: set[uuid.
             )
         ).all()
     )
-
-
-def organization_timezone(conn: Connection, organization_id: uuid.UUID) -> str | None:
-    return conn.execute(
-        select(organizations.c.timezone).where(organizations.c.id == organization_id)
-    ).scalar_one_or_none()

@@ -149,7 +149,7 @@ def upgrade() -> None:
         "ix_leads_org_created_at_analytics",
         "leads",
         ["organization_id", "created_at"],
-        postgresql_include=["status", "source", "campaign_id", "first_human_response_at"],
+        postgresql_include=["id", "status", "source", "campaign_id", "first_human_response_at"],
         postgresql_where=sa.text("NOT is_test"),
     )
 

@@ -1,0 +1,322 @@
+"""Lead analytics (G5), the funnel with time in each stage, and response times (rules: domain.analytics).
+
+Every figure is one set-based statement over the organization's real leads created in the period, read
+through `ix_leads_org_created_at_analytics` (organization_id, created_at, covering the columns the figures
+need, test leads left out by the index's own condition), and for the funnel and stages through the status
+history's (organization_id, lead_id, …) index. The organization's timezone is read first: months and
+periods are its local days.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import (
+    Connection,
+    Float,
+    Integer,
+    Select,
+    and_,
+    case,
+    cast,
+    extract,
+    func,
+    literal,
+    literal_column,
+    not_,
+    select,
+    text,
+)
+
+from leadcrm.db.tables import lead_campaigns, lead_status_events, leads, organizations, pipeline_stages
+from leadcrm.domain.analytics import (
+    FUNNEL_RANK,
+    WON_STATUSES,
+    FunnelRow,
+    Period,
+    conversion_percent,
+    funnel,
+    month_start,
+)
+from leadcrm.domain.attention import org_zone
+
+NO_CAMPAIGN_LABEL = "No campaign"
+
+
+def organization_timezone(conn: Connection, organization_id: uuid.UUID) -> str | None:
+    return conn.execute(
+        select(organizations.c.timezone).where(organizations.c.id == organization_id)
+    ).scalar_one_or_none()
+
+
+def _real_leads(organization_id: uuid.UUID, period: Period) -> list[Any]:
+    """The conditions of every figure: this organization's leads created in the period, test enquiries out.
+    `NOT is_test` is written as the analytics index's condition is, so PostgreSQL can prove the index applies."""
+    conditions = [leads.c.organization_id == organization_id, not_(leads.c.is_test)]
+    if period.starts_at is not None:
+        conditions.append(leads.c.created_at >= period.starts_at)
+    if period.ends_at is not None:
+        conditions.append(leads.c.created_at < period.ends_at)
+    return conditions
+
+
+# -- G5 ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Count:
+    key: str | None
+    total: int
+    wins: int
+
+
+@dataclass(frozen=True)
+class CampaignCount:
+    campaign_id: uuid.UUID | None
+    name: str
+    total: int
+    wins: int
+
+    @property
+    def win_rate(self) -> int:
+        return conversion_percent(self.wins, self.total)
+
+
+@dataclass(frozen=True)
+class LeadAnalytics:
+    total: int
+    wins: int
+    converted: int
+    customers: int
+    created_this_month: int
+    month_starts_at: datetime
+    by_source: list[Count]
+    by_status: list[Count]
+    by_campaign: list[CampaignCount]
+
+    @property
+    def conversion_rate(self) -> int:
+        return conversion_percent(self.wins, self.total)
+
+
+def build_analytics_query(organization_id: uuid.UUID, period: Period, this_month: datetime) -> Select:
+    """One pass over the period's leads, grouped four ways at once (everything, source, status, campaign),
+    the campaign rows named by a join on the few groups."""
+    won = leads.c.status.in_(WON_STATUSES)
+    grouped = (
+        select(
+            func.grouping(leads.c.source, leads.c.status, leads.c.campaign_id).label("grouped_by"),
+            leads.c.source,
+            leads.c.status,
+            leads.c.campaign_id,
+            func.count().label("total"),
+            func.count().filter(won).label("wins"),
+            func.count().filter(leads.c.status == "converted").label("converted"),
+            func.count().filter(leads.c.status == "customer").label("customers"),
+            func.count().filter(leads.c.created_at >= this_month).label("this_month"),
+        )
+        .where(*_real_leads(organization_id, period))
+        .group_by(func.grouping_sets(text("()"), leads.c.source, leads.c.status, leads.c.campaign_id))
+        .cte("grouped")
+    )
+    return select(grouped, lead_campaigns.c.name.label("campaign_name")).select_from(
+        grouped.outerjoin(
+            lead_campaigns,
+            and_(lead_campaigns.c.organization_id == organization_id, lead_campaigns.c.id == grouped.c.campaign_id),
+        )
+    )
+
+
+# GROUPING(source, status, campaign_id): a bit set for each column the row is NOT grouped by.
+_ALL, _BY_SOURCE, _BY_STATUS, _BY_CAMPAIGN = 0b111, 0b011, 0b101, 0b110
+
+
+def lead_analytics(
+    conn: Connection, organization_id: uuid.UUID, period: Period, *, now: datetime, timezone: str | None
+) -> LeadAnalytics:
+    this_month = month_start(now, timezone)
+    totals: dict[str, int] = {"total": 0, "wins": 0, "converted": 0, "customers": 0, "this_month": 0}
+    by_source: list[Count] = []
+    by_status: list[Count] = []
+    by_campaign: list[CampaignCount] = []
+    for row in conn.execute(build_analytics_query(organization_id, period, this_month)).mappings():
+        if row["grouped_by"] == _ALL:
+            totals = {name: row[name] for name in totals}
+        elif row["grouped_by"] == _BY_SOURCE:
+            by_source.append(Count(row["source"], row["total"], row["wins"]))
+        elif row["grouped_by"] == _BY_STATUS:
+            by_status.append(Count(row["status"], row["total"], row["wins"]))
+        elif row["grouped_by"] == _BY_CAMPAIGN:
+            name = row["campaign_name"] if row["campaign_id"] is not None else NO_CAMPAIGN_LABEL
+            by_campaign.append(CampaignCount(row["campaign_id"], name or "", row["total"], row["wins"]))
+    by_source.sort(key=lambda c: (-c.total, c.key or ""))
+    by_status.sort(key=lambda c: (-c.total, c.key or ""))
+    by_campaign.sort(key=lambda c: (-c.total, c.campaign_id is None, c.name, str(c.campaign_id)))
+    return LeadAnalytics(
+        total=totals["total"],
+        wins=totals["wins"],
+        converted=totals["converted"],
+        customers=totals["customers"],
+        created_this_month=totals["this_month"],
+        month_starts_at=this_month,
+        by_source=by_source,
+        by_status=by_status,
+        by_campaign=by_campaign,
+    )
+
+
+# -- the funnel and time in each stage -----------------------------------------------------------------------
+
+
+def _rank_of(status_column: Any) -> Any:
+    return case(*((status_column == status, rank) for status, rank in FUNNEL_RANK.items()), else_=0)
+
+
+def build_funnel_query(organization_id: uuid.UUID, period: Period) -> Select:
+    """How many of the period's leads got furthest to each funnel rank (over their status history)."""
+    cohort = select(leads.c.id, leads.c.status).where(*_real_leads(organization_id, period)).cte("cohort")
+    history = (
+        select(lead_status_events.c.lead_id, func.max(_rank_of(lead_status_events.c.to_status)).label("rank"))
+        .where(
+            lead_status_events.c.organization_id == organization_id,
+            lead_status_events.c.lead_id.in_(select(cohort.c.id)),
+        )
+        .group_by(lead_status_events.c.lead_id)
+        .subquery("history")
+    )
+    furthest = func.greatest(_rank_of(cohort.c.status), func.coalesce(history.c.rank, 0)).label("furthest")
+    per_lead = (
+        select(furthest).select_from(cohort.outerjoin(history, history.c.lead_id == cohort.c.id)).subquery("per_lead")
+    )
+    return select(per_lead.c.furthest, func.count()).group_by(per_lead.c.furthest)
+
+
+@dataclass(frozen=True)
+class StageTime:
+    stage_id: uuid.UUID
+    name: str
+    category: str
+    pipeline_id: uuid.UUID
+    completed_stays: int  # stays in the stage that ended (the lead moved on)
+    current: int  # leads in the stage now (a stay that has not ended: left out of the times)
+    median_seconds: float | None
+    average_seconds: float | None
+
+
+def build_stage_time_query(organization_id: uuid.UUID, period: Period) -> Select:
+    """Each stay of the period's leads in a stage of their primary pipeline: from the status event that
+    moved the lead in to the next one that moved it on (lead_status_events records every stage change)."""
+    cohort = select(leads.c.id).where(*_real_leads(organization_id, period)).cte("cohort")
+    e = lead_status_events
+    stays = (
+        select(
+            e.c.to_stage_id.label("stage_id"),
+            e.c.changed_at.label("entered_at"),
+            func.lead(e.c.changed_at)
+            .over(partition_by=e.c.lead_id, order_by=(e.c.changed_at, e.c.id))
+            .label("left_at"),
+        )
+        .where(e.c.organization_id == organization_id, e.c.lead_id.in_(select(cohort.c.id)))
+        .subquery("stays")
+    )
+    seconds = extract("epoch", stays.c.left_at - stays.c.entered_at)
+    per_stage = (
+        select(
+            stays.c.stage_id,
+            func.count(stays.c.left_at).label("completed"),
+            func.count().filter(stays.c.left_at.is_(None)).label("current"),
+            func.percentile_cont(0.5).within_group(seconds).label("median"),
+            func.avg(seconds).label("average"),
+        )
+        .where(stays.c.stage_id.isnot(None))
+        .group_by(stays.c.stage_id)
+        .subquery("per_stage")
+    )
+    s = pipeline_stages
+    return (
+        select(per_stage, s.c.name, s.c.category, s.c.pipeline_id)
+        .select_from(per_stage.join(s, and_(s.c.id == per_stage.c.stage_id, s.c.organization_id == organization_id)))
+        .order_by(s.c.pipeline_id, s.c.position, s.c.id)
+    )
+
+
+@dataclass(frozen=True)
+class Funnel:
+    total: int
+    steps: list[FunnelRow]
+    stages: list[StageTime]
+
+
+def lead_funnel(conn: Connection, organization_id: uuid.UUID, period: Period) -> Funnel:
+    reached = {int(rank): count for rank, count in conn.execute(build_funnel_query(organization_id, period))}
+    stages = [
+        StageTime(
+            stage_id=row["stage_id"],
+            name=row["name"],
+            category=row["category"],
+            pipeline_id=row["pipeline_id"],
+            completed_stays=row["completed"],
+            current=row["current"],
+            median_seconds=_seconds(row["median"]),
+            average_seconds=_seconds(row["average"]),
+        )
+        for row in conn.execute(build_stage_time_query(organization_id, period)).mappings()
+    ]
+    return Funnel(total=sum(reached.values()), steps=funnel(reached), stages=stages)
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else round(float(value), 1)
+
+
+# -- first human response --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ResponseTimes:
+    month: str | None  # "2026-03" in the organization's timezone; None for the whole period
+    leads: int
+    responded: int
+    median_seconds: float | None
+    p90_seconds: float | None
+
+
+def build_response_times_query(organization_id: uuid.UUID, period: Period, timezone: str) -> Select:
+    """Median and 90th percentile of (first human response − creation), for the whole period and for each
+    of its months in the organization's timezone (leads nobody answered yet are counted, not timed)."""
+    seconds = extract("epoch", leads.c.first_human_response_at - leads.c.created_at)
+    month = func.to_char(func.timezone(literal(timezone), leads.c.created_at), "YYYY-MM")
+    return (
+        select(
+            cast(func.grouping(month), Integer).label("grouped_by"),
+            month.label("month"),
+            func.count().label("leads"),
+            func.count(leads.c.first_human_response_at).label("responded"),
+            cast(func.percentile_cont(0.5).within_group(seconds), Float).label("median"),
+            cast(func.percentile_cont(0.9).within_group(seconds), Float).label("p90"),
+        )
+        .where(*_real_leads(organization_id, period))
+        .group_by(func.grouping_sets(text("()"), month))
+        .order_by(literal_column("grouped_by").desc(), literal_column("month"))
+    )
+
+
+def response_times(
+    conn: Connection, organization_id: uuid.UUID, period: Period, timezone: str | None
+) -> tuple[ResponseTimes, list[ResponseTimes]]:
+    """The whole period's figures, and each month's."""
+    zone_name = getattr(org_zone(timezone), "key", "UTC")
+    overall = ResponseTimes(None, 0, 0, None, None)
+    months: list[ResponseTimes] = []
+    for row in conn.execute(build_response_times_query(organization_id, period, zone_name)).mappings():
+        figures = ResponseTimes(
+            row["month"], row["leads"], row["responded"], _seconds(row["median"]), _seconds(row["p90"])
+        )
+        if row["grouped_by"] == 1:
+            overall = figures
+        else:
+            months.append(figures)
+    return overall, months
