@@ -287,20 +287,26 @@ class ResponseTimes:
 def build_response_times_query(organization_id: uuid.UUID, period: Period, timezone: str) -> Select:
     """Median and 90th percentile of (first human response − creation), for the whole period and for each
     of its months in the organization's timezone (leads nobody answered yet are counted, not timed)."""
-    seconds = extract("epoch", leads.c.first_human_response_at - leads.c.created_at)
-    month = func.to_char(func.timezone(literal(timezone), leads.c.created_at), "YYYY-MM")
-    return (
+    # The month is computed once in a subquery: GROUPING SETS must name the very expression it groups by.
+    per_lead = (
         select(
-            cast(func.grouping(month), Integer).label("grouped_by"),
-            month.label("month"),
-            func.count().label("leads"),
-            func.count(leads.c.first_human_response_at).label("responded"),
-            cast(func.percentile_cont(0.5).within_group(seconds), Float).label("median"),
-            cast(func.percentile_cont(0.9).within_group(seconds), Float).label("p90"),
+            func.to_char(func.timezone(literal(timezone), leads.c.created_at), "YYYY-MM").label("month"),
+            extract("epoch", leads.c.first_human_response_at - leads.c.created_at).label("seconds"),
         )
         .where(*_real_leads(organization_id, period))
-        .group_by(func.grouping_sets(text("()"), month))
-        .order_by(literal_column("grouped_by").desc(), literal_column("month"))
+        .subquery("per_lead")
+    )
+    return (
+        select(
+            cast(func.grouping(per_lead.c.month), Integer).label("grouped_by"),
+            per_lead.c.month,
+            func.count().label("leads"),
+            func.count(per_lead.c.seconds).label("responded"),
+            cast(func.percentile_cont(0.5).within_group(per_lead.c.seconds), Float).label("median"),
+            cast(func.percentile_cont(0.9).within_group(per_lead.c.seconds), Float).label("p90"),
+        )
+        .group_by(func.grouping_sets(text("()"), per_lead.c.month))
+        .order_by(literal_column("grouped_by").desc(), per_lead.c.month)
     )
 
 
