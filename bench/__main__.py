@@ -19,6 +19,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
+from bench.analytics import analytics_bench
 from bench.attention import measure_attention, report_lines, seed_attention
 from bench.database import bench_database
 from bench.measure import Latency
@@ -100,6 +101,7 @@ def main() -> int:
             list_rows.append((shape.name, latency, plans[shape.name]))
             log(f"  list {shape.name:<48} p95 {latency.p95:7.2f} ms")
         attention = measure_attention(org.owner, org.coach, requests=requests, warmup=warmup, log=log)
+        results["analytics"] = analytics_bench(url, seeded.big_org_id, requests=requests, warmup=warmup, log=log)
         handler_shape = shapes[0]
         handler_list = measure_handler_list(org, handler_shape, requests=requests, warmup=warmup)
         detail = measure_detail(org, requests=requests, warmup=warmup)

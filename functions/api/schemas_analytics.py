@@ -71,7 +71,6 @@ class StageTimeOut(OutModel):
     pipeline_id: uuid.UUID
     completed_stays: int
     current: int
-    median_seconds: float | None
     average_seconds: float | None
 
 

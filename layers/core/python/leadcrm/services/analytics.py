@@ -175,25 +175,6 @@ def _rank_of(status_column: Any) -> Any:
     return case(*((status_column == status, rank) for status, rank in FUNNEL_RANK.items()), else_=0)
 
 
-def build_funnel_query(organization_id: uuid.UUID, period: Period) -> Select:
-    """How many of the period's leads got furthest to each funnel rank (over their status history)."""
-    cohort = select(leads.c.id, leads.c.status).where(*_real_leads(organization_id, period)).cte("cohort")
-    history = (
-        select(lead_status_events.c.lead_id, func.max(_rank_of(lead_status_events.c.to_status)).label("rank"))
-        .where(
-            lead_status_events.c.organization_id == organization_id,
-            lead_status_events.c.lead_id.in_(select(cohort.c.id)),
-        )
-        .group_by(lead_status_events.c.lead_id)
-        .subquery("history")
-    )
-    furthest = func.greatest(_rank_of(cohort.c.status), func.coalesce(history.c.rank, 0)).label("furthest")
-    per_lead = (
-        select(furthest).select_from(cohort.outerjoin(history, history.c.lead_id == cohort.c.id)).subquery("per_lead")
-    )
-    return select(per_lead.c.furthest, func.count()).group_by(per_lead.c.furthest)
-
-
 @dataclass(frozen=True)
 class StageTime:
     stage_id: uuid.UUID
@@ -201,46 +182,46 @@ class StageTime:
     category: str
     pipeline_id: uuid.UUID
     completed_stays: int  # stays in the stage that ended (the lead moved on)
-    current: int  # leads in the stage now (a stay that has not ended: left out of the times)
-    median_seconds: float | None
+    current: int  # leads in the stage now (a stay that has not ended: left out of the time)
     average_seconds: float | None
 
 
-def build_stage_time_query(organization_id: uuid.UUID, period: Period) -> Select:
-    """Each stay of the period's leads in a stage of their primary pipeline: from the status event that
-    moved the lead in to the next one that moved it on (lead_status_events records every stage change)."""
+# GROUPING(stage_id, furthest) of the funnel statement's two grouping sets.
+_BY_STAGE, _BY_FURTHEST = 0b01, 0b10
+
+
+def build_funnel_query(organization_id: uuid.UUID, period: Period) -> Select:
+    """The funnel and the time in each stage in ONE pass over the status history of the period's leads
+    (lead_status_events records every stage change of the primary pipeline, creation included):
+
+    - each event is a stay in its stage, ended by the lead's next event (`lead()` over the lead's events);
+    - the running maximum of the funnel rank over the lead's events is, on its last event, the furthest
+      step the lead reached;
+    grouped twice at once: by stage (stays ended, leads there now, average stay) and by furthest rank
+    (counted on each lead's last event only: one row per lead)."""
     cohort = select(leads.c.id).where(*_real_leads(organization_id, period)).cte("cohort")
     e = lead_status_events
-    stays = (
+    by_lead = {"partition_by": e.c.lead_id, "order_by": (e.c.changed_at, e.c.id)}
+    left_at = func.lead(e.c.changed_at).over(**by_lead)
+    events = (
         select(
             e.c.to_stage_id.label("stage_id"),
-            e.c.changed_at.label("entered_at"),
-            func.lead(e.c.changed_at)
-            .over(partition_by=e.c.lead_id, order_by=(e.c.changed_at, e.c.id))
-            .label("left_at"),
+            extract("epoch", left_at - e.c.changed_at).label("seconds"),
+            left_at.is_(None).label("last"),
+            func.max(_rank_of(e.c.to_status)).over(**by_lead).label("furthest"),
         )
-        .where(e.c.organization_id == organization_id, e.c.lead_id.in_(select(cohort.c.id)))
-        .subquery("stays")
+        .select_from(e.join(cohort, cohort.c.id == e.c.lead_id))
+        .where(e.c.organization_id == organization_id)
+        .subquery("events")
     )
-    seconds = extract("epoch", stays.c.left_at - stays.c.entered_at)
-    per_stage = (
-        select(
-            stays.c.stage_id,
-            func.count(stays.c.left_at).label("completed"),
-            func.count().filter(stays.c.left_at.is_(None)).label("current"),
-            func.percentile_cont(0.5).within_group(seconds).label("median"),
-            func.avg(seconds).label("average"),
-        )
-        .where(stays.c.stage_id.isnot(None))
-        .group_by(stays.c.stage_id)
-        .subquery("per_stage")
-    )
-    s = pipeline_stages
-    return (
-        select(per_stage, s.c.name, s.c.category, s.c.pipeline_id)
-        .select_from(per_stage.join(s, and_(s.c.id == per_stage.c.stage_id, s.c.organization_id == organization_id)))
-        .order_by(s.c.pipeline_id, s.c.position, s.c.id)
-    )
+    return select(
+        cast(func.grouping(events.c.stage_id, events.c.furthest), Integer).label("grouped_by"),
+        events.c.stage_id,
+        events.c.furthest,
+        func.count().filter(events.c.last).label("current"),
+        func.count(events.c.seconds).label("completed"),
+        cast(func.avg(events.c.seconds), Float).label("average"),
+    ).group_by(func.grouping_sets(events.c.stage_id, events.c.furthest))
 
 
 @dataclass(frozen=True)
@@ -251,21 +232,38 @@ class Funnel:
 
 
 def lead_funnel(conn: Connection, organization_id: uuid.UUID, period: Period) -> Funnel:
-    reached = {int(rank): count for rank, count in conn.execute(build_funnel_query(organization_id, period))}
-    stages = [
+    reached: dict[int, int] = {}
+    stays: dict[uuid.UUID, Any] = {}
+    for row in conn.execute(build_funnel_query(organization_id, period)).mappings():
+        if row["grouped_by"] == _BY_FURTHEST and row["current"]:
+            reached[int(row["furthest"])] = row["current"]
+        elif row["grouped_by"] == _BY_STAGE and row["stage_id"] is not None:
+            stays[row["stage_id"]] = row
+    return Funnel(total=sum(reached.values()), steps=funnel(reached), stages=_stage_times(conn, organization_id, stays))
+
+
+def _stage_times(conn: Connection, organization_id: uuid.UUID, stays: dict[uuid.UUID, Any]) -> list[StageTime]:
+    """The stages' names, in pipeline order (one small lookup of the stages the history names)."""
+    if not stays:
+        return []
+    s = pipeline_stages
+    stages = conn.execute(
+        select(s.c.id, s.c.name, s.c.category, s.c.pipeline_id)
+        .where(s.c.organization_id == organization_id, s.c.id.in_(list(stays)))
+        .order_by(s.c.pipeline_id, s.c.position, s.c.id)
+    ).all()
+    return [
         StageTime(
-            stage_id=row["stage_id"],
-            name=row["name"],
-            category=row["category"],
-            pipeline_id=row["pipeline_id"],
-            completed_stays=row["completed"],
-            current=row["current"],
-            median_seconds=_seconds(row["median"]),
-            average_seconds=_seconds(row["average"]),
+            stage_id=stage.id,
+            name=stage.name,
+            category=stage.category,
+            pipeline_id=stage.pipeline_id,
+            completed_stays=stays[stage.id]["completed"],
+            current=stays[stage.id]["current"],
+            average_seconds=_seconds(stays[stage.id]["average"]),
         )
-        for row in conn.execute(build_stage_time_query(organization_id, period)).mappings()
+        for stage in stages
     ]
-    return Funnel(total=sum(reached.values()), steps=funnel(reached), stages=stages)
 
 
 def _seconds(value: Any) -> float | None:
