@@ -52,9 +52,10 @@ def organization_timezone(conn: Connection, organization_id: uuid.UUID) -> str |
     ).scalar_one_or_none()
 
 
-def _real_leads(organization_id: uuid.UUID, period: Period) -> list[Any]:
-    """The conditions of every figure: this organization's leads created in the period, test enquiries out.
-    `NOT is_test` is written as the analytics index's condition is, so PostgreSQL can prove the index applies."""
+def real_leads(organization_id: uuid.UUID, period: Period) -> list[Any]:
+    """The conditions of every figure (and of services.attribution's report): this organization's leads
+    created in the period, test enquiries out. `NOT is_test` is written as the analytics index's condition
+    is, so PostgreSQL can prove the index applies."""
     conditions = [leads.c.organization_id == organization_id, not_(leads.c.is_test)]
     if period.starts_at is not None:
         conditions.append(leads.c.created_at >= period.starts_at)
@@ -118,7 +119,7 @@ def build_analytics_query(organization_id: uuid.UUID, period: Period, this_month
             func.count().filter(leads.c.status == "customer").label("customers"),
             func.count().filter(leads.c.created_at >= this_month).label("this_month"),
         )
-        .where(*_real_leads(organization_id, period))
+        .where(*real_leads(organization_id, period))
         .group_by(func.grouping_sets(text("()"), leads.c.source, leads.c.status, leads.c.campaign_id))
         .cte("grouped")
     )
@@ -192,35 +193,43 @@ _BY_STAGE, _BY_FURTHEST = 0b01, 0b10
 
 def build_funnel_query(organization_id: uuid.UUID, period: Period) -> Select:
     """The funnel and the time in each stage in ONE pass over the status history of the period's leads
-    (lead_status_events records every stage change of the primary pipeline, creation included):
+    (lead_status_events records every stage change of the primary pipeline, creation included, so every
+    lead has at least one event):
 
     - each event is a stay in its stage, ended by the lead's next event (`lead()` over the lead's events);
     - the running maximum of the funnel rank over the lead's events is, on its last event, the furthest
       step the lead reached;
     grouped twice at once: by stage (stays ended, leads there now, average stay) and by furthest rank
-    (counted on each lead's last event only: one row per lead)."""
-    cohort = select(leads.c.id).where(*_real_leads(organization_id, period)).cte("cohort")
+    (counted on each lead's last event only: one row per lead).
+
+    Without a period the events are read in the index's order (organization, lead, time, id), which is the
+    window's order, and the few test leads are left out by a hashed filter that keeps that order: no sort of
+    the organization's whole history. A period selects its leads first (a join; the sort is of those only)."""
     e = lead_status_events
+    if period.starts_at is None and period.ends_at is None:
+        test_leads = select(leads.c.id).where(leads.c.organization_id == organization_id, leads.c.is_test)
+        in_scope = e.c.lead_id.not_in(test_leads)
+    else:
+        in_scope = e.c.lead_id.in_(select(leads.c.id).where(*real_leads(organization_id, period)))
     by_lead = {"partition_by": e.c.lead_id, "order_by": (e.c.changed_at, e.c.id)}
-    left_at = func.lead(e.c.changed_at).over(**by_lead)
     events = (
         select(
             e.c.to_stage_id.label("stage_id"),
-            extract("epoch", left_at - e.c.changed_at).label("seconds"),
-            left_at.is_(None).label("last"),
+            e.c.changed_at.label("entered_at"),
+            func.lead(e.c.changed_at).over(**by_lead).label("left_at"),
             func.max(_rank_of(e.c.to_status)).over(**by_lead).label("furthest"),
         )
-        .select_from(e.join(cohort, cohort.c.id == e.c.lead_id))
-        .where(e.c.organization_id == organization_id)
+        .where(e.c.organization_id == organization_id, in_scope)
         .subquery("events")
     )
+    seconds = extract("epoch", events.c.left_at - events.c.entered_at)
     return select(
         cast(func.grouping(events.c.stage_id, events.c.furthest), Integer).label("grouped_by"),
         events.c.stage_id,
         events.c.furthest,
-        func.count().filter(events.c.last).label("current"),
-        func.count(events.c.seconds).label("completed"),
-        cast(func.avg(events.c.seconds), Float).label("average"),
+        func.count().filter(events.c.left_at.is_(None)).label("current"),
+        func.count(events.c.left_at).label("completed"),
+        cast(func.avg(seconds), Float).label("average"),
     ).group_by(func.grouping_sets(events.c.stage_id, events.c.furthest))
 
 
@@ -291,7 +300,7 @@ def build_response_times_query(organization_id: uuid.UUID, period: Period, timez
             func.to_char(func.timezone(literal(timezone), leads.c.created_at), "YYYY-MM").label("month"),
             extract("epoch", leads.c.first_human_response_at - leads.c.created_at).label("seconds"),
         )
-        .where(*_real_leads(organization_id, period))
+        .where(*real_leads(organization_id, period))
         .subquery("per_lead")
     )
     return (

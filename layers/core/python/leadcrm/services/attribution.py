@@ -20,18 +20,24 @@ from typing import Any
 
 from sqlalchemy import (
     CTE,
+    CompoundSelect,
     Connection,
     DateTime,
     Insert,
+    Integer,
     Text,
     Uuid,
     and_,
+    cast,
     delete,
     func,
     insert,
     literal,
+    literal_column,
+    null,
     select,
     true,
+    union_all,
     update,
 )
 from sqlalchemy.dialects.postgresql import JSONB
@@ -57,6 +63,7 @@ from leadcrm.domain.attribution import (
 from leadcrm.errors import BadRequest, Conflict, NotFound, Unprocessable
 from leadcrm.ids import parse_uuid, uuid7
 from leadcrm.services.activity import record_activity
+from leadcrm.services.analytics import real_leads
 from leadcrm.services.campaigns import require_attachable_campaign
 
 logger = logging.getLogger(__name__)
@@ -498,6 +505,85 @@ class AttributionReport:
     campaigns: list[CampaignAttribution]
 
 
+def build_journeys_query(organization_id: uuid.UUID, period: Period, window: timedelta) -> CompoundSelect:
+    """One statement, two kinds of rows:
+
+    - `acquired`: per first-touch campaign, how many of the period's real leads it acquired (a lead's first
+      touch is its creation, so "acquired in the period" is "created in the period");
+    - `journey`: for every customer among them (won, the first time, within `window` of its first touch),
+      its first touch, when it won, and each later touch up to the win (one row per touch; none: one row
+      with no touch).
+
+    Read from indexes alone: the period's leads (analytics index), their first touches (the unique first-touch
+    index covers time and campaign), first wins (the partial index of won events), the customers' paths."""
+    e = lead_status_events
+    cohort = (
+        select(leads.c.id.label("lead_id"), lead_touches.c.occurred_at.label("acquired_at"), lead_touches.c.campaign_id)
+        .select_from(
+            leads.join(
+                lead_touches,
+                and_(
+                    lead_touches.c.organization_id == organization_id,
+                    lead_touches.c.lead_id == leads.c.id,
+                    lead_touches.c.is_first,
+                ),
+            )
+        )
+        .where(*real_leads(organization_id, period))
+        .cte("cohort")
+    )
+    # Written as the partial index's condition (literals), so PostgreSQL can prove the index applies.
+    first_wins = (
+        select(e.c.lead_id, func.min(e.c.changed_at).label("won_at"))
+        .where(
+            e.c.organization_id == organization_id,
+            e.c.to_status.in_([literal_column(f"'{status}'") for status in WON_STATUSES]),
+            e.c.lead_id.in_(select(cohort.c.lead_id)),
+        )
+        .group_by(e.c.lead_id)
+        .subquery("first_wins")
+    )
+    customers = (
+        select(cohort, first_wins.c.won_at)
+        .select_from(cohort.join(first_wins, first_wins.c.lead_id == cohort.c.lead_id))
+        .where(first_wins.c.won_at <= cohort.c.acquired_at + literal(window))
+        .subquery("customers")
+    )
+    later = lead_touches.alias("later")
+    path = (
+        select(later.c.occurred_at, later.c.campaign_id)
+        .where(
+            later.c.organization_id == organization_id,
+            later.c.lead_id == customers.c.lead_id,
+            ~later.c.is_first,
+            later.c.occurred_at <= customers.c.won_at,
+        )
+        .lateral("path")
+    )
+    no_time = cast(null(), DateTime(timezone=True))
+    acquired = select(
+        literal("acquired").label("row_kind"),
+        cohort.c.campaign_id,
+        func.count().label("acquired"),
+        cast(null(), Uuid).label("lead_id"),
+        no_time.label("acquired_at"),
+        no_time.label("won_at"),
+        no_time.label("touch_at"),
+        cast(null(), Uuid).label("touch_campaign_id"),
+    ).group_by(cohort.c.campaign_id)
+    journeys = select(
+        literal("journey"),
+        customers.c.campaign_id,
+        cast(null(), Integer),
+        customers.c.lead_id,
+        customers.c.acquired_at,
+        customers.c.won_at,
+        path.c.occurred_at,
+        path.c.campaign_id,
+    ).select_from(customers.outerjoin(path, true()))
+    return union_all(acquired, journeys)
+
+
 def attribution_report(
     conn: Connection,
     organization_id: uuid.UUID,
@@ -506,75 +592,19 @@ def attribution_report(
     window: timedelta,
 ) -> AttributionReport:
     """Leads acquired (first touch) in the period, the customers among them (won within `window` of their
-    first touch), each campaign's credit under the three models, its spend in the period's days and its CAC.
-    Three set-based statements: the cohort's journeys, the cohort's size per campaign, the spend."""
-    first = (
-        select(
-            lead_touches.c.lead_id,
-            lead_touches.c.occurred_at.label("acquired_at"),
-            lead_touches.c.campaign_id,
-        )
-        .select_from(
-            lead_touches.join(
-                leads, and_(leads.c.id == lead_touches.c.lead_id, leads.c.organization_id == organization_id)
-            )
-        )
-        .where(lead_touches.c.organization_id == organization_id, lead_touches.c.is_first, ~leads.c.is_test)
-    )
-    if period.starts_at is not None:
-        first = first.where(lead_touches.c.occurred_at >= period.starts_at)
-    if period.ends_at is not None:
-        first = first.where(lead_touches.c.occurred_at < period.ends_at)
-    cohort = first.cte("cohort")
-
-    acquired_rows = conn.execute(select(cohort.c.campaign_id, func.count()).group_by(cohort.c.campaign_id)).all()
-    acquired = {row[0]: row[1] for row in acquired_rows}
-
-    won_at = (
-        select(func.min(lead_status_events.c.changed_at))
-        .where(
-            lead_status_events.c.organization_id == organization_id,
-            lead_status_events.c.lead_id == cohort.c.lead_id,
-            lead_status_events.c.to_status.in_(WON_STATUSES),
-        )
-        .scalar_subquery()
-    )
-    won = select(cohort, won_at.label("won_at")).cte("won")
-    customers = (
-        select(won)
-        .where(won.c.won_at.isnot(None), won.c.won_at <= won.c.acquired_at + literal(window))
-        .cte("customers")
-    )
-    later = lead_touches.alias("later")
-    journeys = conn.execute(
-        select(
-            customers.c.lead_id,
-            customers.c.acquired_at,
-            customers.c.campaign_id,
-            customers.c.won_at,
-            later.c.occurred_at,
-            later.c.campaign_id.label("touch_campaign_id"),
-        )
-        .select_from(
-            customers.outerjoin(
-                later,
-                and_(
-                    later.c.organization_id == organization_id,
-                    later.c.lead_id == customers.c.lead_id,
-                    ~later.c.is_first,
-                    later.c.occurred_at <= customers.c.won_at,
-                ),
-            )
-        )
-        .order_by(customers.c.lead_id)
-    ).all()
+    first touch), each campaign's credit under the three models (domain.attribution.credit_by_campaign),
+    its spend in the period's days and its CAC. Statements: the journeys, the spend, the campaigns' names."""
+    acquired: dict[uuid.UUID | None, int] = {}
     firsts: dict[uuid.UUID, tuple[TouchPoint, datetime]] = {}
     later_touches: dict[uuid.UUID, list[TouchPoint]] = {}
-    for row in journeys:
-        firsts[row.lead_id] = (TouchPoint(row.acquired_at, row.campaign_id), row.won_at)
-        touches = later_touches.setdefault(row.lead_id, [])
-        if row.occurred_at is not None:
-            touches.append(TouchPoint(row.occurred_at, row.touch_campaign_id))
+    for row in conn.execute(build_journeys_query(organization_id, period, window)).mappings():
+        if row["row_kind"] == "acquired":
+            acquired[row["campaign_id"]] = row["acquired"]
+            continue
+        firsts[row["lead_id"]] = (TouchPoint(row["acquired_at"], row["campaign_id"]), row["won_at"])
+        touches = later_touches.setdefault(row["lead_id"], [])
+        if row["touch_at"] is not None:
+            touches.append(TouchPoint(row["touch_at"], row["touch_campaign_id"]))
     by_lead = {
         lead_id: Journey(first=first, won_at=won, later=later_touches[lead_id])
         for lead_id, (first, won) in firsts.items()

@@ -82,19 +82,17 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_lead_touches")),
     )
     op.create_index(
-        "ix_lead_touches_org_lead_occurred_at", "lead_touches", ["organization_id", "lead_id", "occurred_at"]
+        "ix_lead_touches_org_lead_occurred_at",
+        "lead_touches",
+        ["organization_id", "lead_id", "occurred_at"],
+        postgresql_include=["is_first", "campaign_id"],
     )
     op.create_index(
         "uq_lead_touches_org_lead_first",
         "lead_touches",
         ["organization_id", "lead_id"],
         unique=True,
-        postgresql_where=sa.text("is_first"),
-    )
-    op.create_index(
-        "ix_lead_touches_org_first_occurred_at",
-        "lead_touches",
-        ["organization_id", "occurred_at"],
+        postgresql_include=["occurred_at", "campaign_id"],
         postgresql_where=sa.text("is_first"),
     )
     op.create_index(
@@ -153,27 +151,34 @@ def upgrade() -> None:
         postgresql_include=["id", "status", "source", "campaign_id", "first_human_response_at"],
         postgresql_where=sa.text("NOT is_test"),
     )
-    # The status history's index now covers what the funnel and time in stage read (no heap visits).
+    op.create_index("ix_leads_org_test", "leads", ["organization_id"], postgresql_where=sa.text("is_test"))
+    # The status history's index now covers what the funnel and time in stage read, in the order they read it.
     op.drop_index("ix_lead_status_events_lead", table_name="lead_status_events")
     op.create_index(
         "ix_lead_status_events_lead",
         "lead_status_events",
-        ["organization_id", "lead_id", "changed_at"],
-        postgresql_include=["id", "to_status", "to_stage_id"],
+        ["organization_id", "lead_id", "changed_at", "id"],
+        postgresql_include=["to_status", "to_stage_id"],
+    )
+    op.create_index(
+        "ix_lead_status_events_org_won",
+        "lead_status_events",
+        ["organization_id", "lead_id"],
+        postgresql_include=["changed_at"],
+        postgresql_where=sa.text("to_status IN ('converted', 'customer')"),
     )
 
 
 def downgrade() -> None:
+    op.drop_index("ix_lead_status_events_org_won", table_name="lead_status_events")
     op.drop_index("ix_lead_status_events_lead", table_name="lead_status_events")
-    op.create_index(
-        "ix_lead_status_events_lead", "lead_status_events", ["organization_id", "lead_id", "changed_at"]
-    )
+    op.create_index("ix_lead_status_events_lead", "lead_status_events", ["organization_id", "lead_id", "changed_at"])
+    op.drop_index("ix_leads_org_test", table_name="leads")
     op.drop_index("ix_leads_org_created_at_analytics", table_name="leads")
     op.drop_index("ix_campaign_spend_org_period", table_name="campaign_spend")
     op.drop_index("ix_campaign_spend_org_campaign_period", table_name="campaign_spend")
     op.drop_table("campaign_spend")
     op.drop_index("uq_lead_touches_org_source_event", table_name="lead_touches")
-    op.drop_index("ix_lead_touches_org_first_occurred_at", table_name="lead_touches")
     op.drop_index("uq_lead_touches_org_lead_first", table_name="lead_touches")
     op.drop_index("ix_lead_touches_org_lead_occurred_at", table_name="lead_touches")
     op.drop_table("lead_touches")
