@@ -71,6 +71,8 @@ logger = logging.getLogger(__name__)
 ATTRIBUTION_CORRECTED = "attribution_corrected"
 CONVERSATION_INBOUND_RECEIVED = "conversation.inbound_received"
 TOUCH_LOG_LIMIT = 200
+# A customer's path counts at most this many later touches (its oldest) besides the first.
+MAX_PATH_TOUCHES = 500
 
 TOUCH_COLUMNS = (
     lead_touches.c.id,
@@ -558,6 +560,10 @@ def build_journeys_query(organization_id: uuid.UUID, period: Period, window: tim
             ~later.c.is_first,
             later.c.occurred_at <= customers.c.won_at,
         )
+        # The LIMIT keeps the planner from flattening the path into a join over all of the organization's
+        # touches: each customer's path is read from the touch index (customers are few, touches many).
+        .order_by(later.c.occurred_at)
+        .limit(MAX_PATH_TOUCHES)
         .lateral("path")
     )
     no_time = cast(null(), DateTime(timezone=True))
