@@ -15,6 +15,7 @@ from leadcrm.services.analytics import lead_analytics
 from tests.support.analytics_helpers import get_analytics, history_lead
 from tests.support.attention_helpers import set_timezone
 from tests.support.capture_helpers import make_campaign
+from tests.support.database import count_statements
 from tests.support.factories import make_caller
 from tests.support.follow_ups_helpers import touch
 from tests.support.lead_list_helpers import make_board
@@ -237,6 +238,13 @@ def test_time_in_each_stage_is_the_average_of_the_stays_that_ended(caller, journ
     assert stages["new"]["stageId"] == str(journeys.stages["new"])
 
 
+def test_without_a_period_the_funnel_still_leaves_test_enquiries_out(caller, journeys):
+    data = get_analytics(caller.sub, caller.org_id, "funnel").data
+    assert [s["reached"] for s in data["steps"]] == [5, 4, 3, 2]
+    stages = {s["category"]: s for s in data["stages"]}
+    assert (stages["contacted"]["completedStays"], stages["contacted"]["averageSeconds"]) == (2, 6 * 3600.0)
+
+
 def test_the_funnel_of_a_period_without_leads_is_empty(caller, journeys):
     data = get_analytics(caller.sub, caller.org_id, "funnel", **{"from": "2026-06-01", "to": "2026-06-30"}).data
     assert (data["total"], data["stages"]) == (0, [])
@@ -290,6 +298,19 @@ def touch_free_lead(caller) -> str:
     response = call_api("POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Dana Cohen"})
     assert response.status == 201, response.body
     return response.data["id"]
+
+
+# -- cost ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("view", "most"), [(None, 3), ("funnel", 4), ("response-times", 3), ("campaigns", 5)])
+def test_each_analytics_route_costs_a_few_statements_whatever_the_data(caller, february, view, most):
+    """The caller, the timezone, then the figures (the funnel: + stage names; campaigns: + spend, names)."""
+    with count_statements(get_engine()) as log:
+        response = get_analytics(caller.sub, caller.org_id, view, **FEBRUARY)
+    assert response.status == 200
+    print(f"\n[sql] {view}: {len(log)} statements")
+    assert len(log) <= most, log.describe()
 
 
 # -- bad input and access ------------------------------------------------------------------------------------
