@@ -115,6 +115,13 @@ class CampaignAttributionOut(OutModel):
     credit: CreditOut
 
 
+class ChannelAttributionOut(OutModel):
+    channel: str
+    label: str
+    acquired: int
+    customers: int
+
+
 class AttributionReportOut(OutModel):
     period: PeriodOut
     window_days: int
@@ -123,6 +130,7 @@ class AttributionReportOut(OutModel):
     customers: int
     spend: Decimal
     campaigns: list[CampaignAttributionOut]
+    channels: list[ChannelAttributionOut]
 
 
 class UtmOut(OutModel):

@@ -86,7 +86,15 @@ def test_customers_are_leads_won_within_the_window_of_their_first_touch(owner, m
     rows = _by_campaign(data)
     assert (rows[str(a)]["acquired"], rows[str(a)]["customers"]) == (3, 2)  # C1, C2; C4 won too late
     assert (rows[str(b)]["acquired"], rows[str(b)]["customers"]) == (2, 1)  # C3; C6 never won
-    assert (rows[None]["name"], rows[None]["acquired"], rows[None]["customers"]) == ("Direct / Unknown", 1, 1)
+    assert (rows[None]["name"], rows[None]["acquired"], rows[None]["customers"]) == ("No campaign", 1, 1)
+
+
+def test_acquisitions_per_first_touch_channel_name_direct_unknown(owner, march):
+    data = get_analytics(owner.sub, owner.org_id, "campaigns", **MARCH).data
+    assert data["channels"] == [
+        {"channel": "facebook", "label": "facebook", "acquired": 5, "customers": 3},  # C1–C4, C6; C1–C3
+        {"channel": "direct_unknown", "label": "Direct / Unknown", "acquired": 1, "customers": 1},  # C5
+    ]
 
 
 def test_spend_is_prorated_to_the_period_and_cac_is_spend_per_customer(owner, march):

@@ -19,6 +19,7 @@ from api.schemas_analytics import (
     AttributionReportOut,
     CampaignAttributionOut,
     CampaignCount,
+    ChannelAttributionOut,
     CreditOut,
     FunnelOut,
     FunnelStepOut,
@@ -167,5 +168,6 @@ def campaigns(
                 )
                 for c in report.campaigns
             ],
+            channels=[ChannelAttributionOut.model_validate(c, from_attributes=True) for c in report.channels],
         )
     )

@@ -64,7 +64,7 @@ lead_touches = Table(
         "organization_id",
         "lead_id",
         unique=True,
-        postgresql_include=["occurred_at", "campaign_id"],
+        postgresql_include=["occurred_at", "campaign_id", "channel"],
         postgresql_where=text("is_first"),
     ),
     Index(

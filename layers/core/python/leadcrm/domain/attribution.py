@@ -9,7 +9,8 @@
   from is attributed to "Direct / Unknown".
 - Credit per campaign over the customers of a period: first touch (all of it to the first touch's campaign),
   last touch (all of it to the last touch at or before the win) and linear (an equal share to every touch
-  up to the win). Touches without a campaign credit the Direct / Unknown bucket (campaign None).
+  up to the win). Touches without a campaign credit the no-campaign bucket (campaign None); the report
+  also counts acquisitions per first-touch channel, where Direct / Unknown is a channel.
 - A customer is a lead that won (converted or customer, the first time) within the attribution window
   after its first touch. CAC = the campaign's spend in the period / the customers its first touches
   acquired in the period; no customers, no CAC.
@@ -151,7 +152,7 @@ class Credit:
 def credit_by_campaign(journeys: Sequence[Journey]) -> dict[uuid.UUID | None, Credit]:
     """Each customer gives one unit of credit per model: to the first touch's campaign, to the last
     touch's, and split evenly over every touch of its path. Exact fractions: each model sums to the
-    number of customers. Key None is Direct / Unknown."""
+    number of customers. Key None: no campaign."""
     credits: dict[uuid.UUID | None, Credit] = {}
 
     def of(campaign_id: uuid.UUID | None) -> Credit:

@@ -48,6 +48,7 @@ from leadcrm.db.tables_analytics import campaign_spend, lead_touches
 from leadcrm.domain.access import Actor
 from leadcrm.domain.analytics import WON_STATUSES, Period
 from leadcrm.domain.attribution import (
+    DIRECT_UNKNOWN,
     DIRECT_UNKNOWN_LABEL,
     Journey,
     TouchKind,
@@ -484,9 +485,12 @@ def remove_spend(conn: Connection, actor: Actor, campaign_id: uuid.UUID, spend_i
 # -- the attribution report --------------------------------------------------------------------------------
 
 
+NO_CAMPAIGN_LABEL = "No campaign"
+
+
 @dataclass(frozen=True)
 class CampaignAttribution:
-    campaign_id: uuid.UUID | None  # None: Direct / Unknown
+    campaign_id: uuid.UUID | None  # None: leads and touches without a campaign hook
     name: str
     acquired: int  # leads whose first touch is this campaign's, in the period
     customers: int  # of those, the ones that won within the window (first-touch customers)
@@ -498,6 +502,14 @@ class CampaignAttribution:
 
 
 @dataclass(frozen=True)
+class ChannelAttribution:
+    channel: str  # the first touch's acquisition channel; direct_unknown: Direct / Unknown
+    label: str
+    acquired: int
+    customers: int
+
+
+@dataclass(frozen=True)
 class AttributionReport:
     window_days: int
     currency: str | None
@@ -505,22 +517,28 @@ class AttributionReport:
     customers: int
     spend: Decimal
     campaigns: list[CampaignAttribution]
+    channels: list[ChannelAttribution]
 
 
 def build_journeys_query(organization_id: uuid.UUID, period: Period, window: timedelta) -> CompoundSelect:
     """One statement, two kinds of rows:
 
-    - `acquired`: per first-touch campaign, how many of the period's real leads it acquired (a lead's first
+    - `acquired`: per first-touch campaign and channel, how many of the period's real leads it acquired (a lead's first
       touch is its creation, so "acquired in the period" is "created in the period");
     - `journey`: for every customer among them (won, the first time, within `window` of its first touch),
       its first touch, when it won, and each later touch up to the win (one row per touch; none: one row
       with no touch).
 
     Read from indexes alone: the period's leads (analytics index), their first touches (the unique first-touch
-    index covers time and campaign), first wins (the partial index of won events), the customers' paths."""
+    index covers time, campaign and channel), first wins (the partial index of won events), the customers' paths."""
     e = lead_status_events
     cohort = (
-        select(leads.c.id.label("lead_id"), lead_touches.c.occurred_at.label("acquired_at"), lead_touches.c.campaign_id)
+        select(
+            leads.c.id.label("lead_id"),
+            lead_touches.c.occurred_at.label("acquired_at"),
+            lead_touches.c.campaign_id,
+            lead_touches.c.channel,
+        )
         .select_from(
             leads.join(
                 lead_touches,
@@ -570,16 +588,18 @@ def build_journeys_query(organization_id: uuid.UUID, period: Period, window: tim
     acquired = select(
         literal("acquired").label("row_kind"),
         cohort.c.campaign_id,
+        cohort.c.channel,
         func.count().label("acquired"),
         cast(null(), Uuid).label("lead_id"),
         no_time.label("acquired_at"),
         no_time.label("won_at"),
         no_time.label("touch_at"),
         cast(null(), Uuid).label("touch_campaign_id"),
-    ).group_by(cohort.c.campaign_id)
+    ).group_by(cohort.c.campaign_id, cohort.c.channel)
     journeys = select(
         literal("journey"),
         customers.c.campaign_id,
+        customers.c.channel,
         cast(null(), Integer),
         customers.c.lead_id,
         customers.c.acquired_at,
@@ -601,12 +621,16 @@ def attribution_report(
     first touch), each campaign's credit under the three models (domain.attribution.credit_by_campaign),
     its spend in the period's days and its CAC. Statements: the journeys, the spend, the campaigns' names."""
     acquired: dict[uuid.UUID | None, int] = {}
+    by_channel: dict[str, list[int]] = {}  # channel -> [acquired, customers]
     firsts: dict[uuid.UUID, tuple[TouchPoint, datetime]] = {}
     later_touches: dict[uuid.UUID, list[TouchPoint]] = {}
     for row in conn.execute(build_journeys_query(organization_id, period, window)).mappings():
         if row["row_kind"] == "acquired":
-            acquired[row["campaign_id"]] = row["acquired"]
+            acquired[row["campaign_id"]] = acquired.get(row["campaign_id"], 0) + row["acquired"]
+            by_channel.setdefault(row["channel"], [0, 0])[0] += row["acquired"]
             continue
+        if row["lead_id"] not in firsts:
+            by_channel.setdefault(row["channel"], [0, 0])[1] += 1
         firsts[row["lead_id"]] = (TouchPoint(row["acquired_at"], row["campaign_id"]), row["won_at"])
         touches = later_touches.setdefault(row["lead_id"], [])
         if row["touch_at"] is not None:
@@ -631,7 +655,7 @@ def attribution_report(
         rows.append(
             CampaignAttribution(
                 campaign_id=campaign_id,
-                name=DIRECT_UNKNOWN_LABEL if campaign_id is None else names.get(campaign_id, ""),
+                name=NO_CAMPAIGN_LABEL if campaign_id is None else names.get(campaign_id, ""),
                 acquired=acquired.get(campaign_id, 0),
                 customers=count,
                 spend=campaign_spent,
@@ -649,6 +673,18 @@ def attribution_report(
         customers=len(by_lead),
         spend=sum(spend.values(), Decimal("0.00")),
         campaigns=rows,
+        channels=sorted(
+            (
+                ChannelAttribution(
+                    channel=channel,
+                    label=DIRECT_UNKNOWN_LABEL if channel == DIRECT_UNKNOWN else channel,
+                    acquired=counts[0],
+                    customers=counts[1],
+                )
+                for channel, counts in by_channel.items()
+            ),
+            key=lambda c: (-c.customers, -c.acquired, c.channel),
+        ),
     )
 
 

@@ -92,7 +92,7 @@ def upgrade() -> None:
         "lead_touches",
         ["organization_id", "lead_id"],
         unique=True,
-        postgresql_include=["occurred_at", "campaign_id"],
+        postgresql_include=["occurred_at", "campaign_id", "channel"],
         postgresql_where=sa.text("is_first"),
     )
     op.create_index(
