@@ -118,6 +118,18 @@ def test_a_touch_after_the_win_earns_no_credit():
     assert B not in credits
 
 
+def test_a_touch_dated_before_the_first_touch_is_not_the_last_touch():
+    journey = Journey(TouchPoint(at(1), A), at(10), [TouchPoint(at(0), B)])
+    credits = credit_by_campaign([journey])
+    assert credits[A].first_touch == 1 and credits[A].last_touch == 1
+    assert credits[B].last_touch == 0 and credits[B].linear == Fraction(1, 2)
+
+
+def test_on_a_tie_the_later_touch_is_the_last_touch():
+    journey = Journey(TouchPoint(at(0), A), at(10), [TouchPoint(at(0), B)])
+    assert credit_by_campaign([journey])[B].last_touch == 1
+
+
 def test_linear_credit_is_shared_evenly_over_the_path():
     journey = Journey(TouchPoint(at(0), A), at(10), [TouchPoint(at(1), B), TouchPoint(at(2), A)])
     credits = credit_by_campaign([journey])

@@ -136,10 +136,11 @@ class Journey:
     later: Sequence[TouchPoint] = ()
 
     def path(self) -> list[TouchPoint]:
-        """The touches that led to the win, oldest first: the first touch, then the later ones up to the win
-        (a touch after the win did not help win it)."""
-        later = sorted((t for t in self.later if t.occurred_at <= self.won_at), key=lambda t: t.occurred_at)
-        return [self.first, *later]
+        """The touches that led to the win, oldest first: the first touch and the later ones up to the win (a
+        touch after the win did not help win it). Ordered by time, the first touch ahead on a tie: a touch
+        logged later but dated earlier (a late event) is not the last touch."""
+        later = [t for t in self.later if t.occurred_at <= self.won_at]
+        return sorted([self.first, *later], key=lambda t: t.occurred_at)
 
 
 @dataclass
