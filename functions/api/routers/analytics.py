@@ -32,6 +32,7 @@ from api.schemas_analytics import (
     StatusCount,
 )
 from leadcrm.db.uow import UnitOfWork
+from leadcrm.domain.access import Actor
 from leadcrm.domain.analytics import MAX_ATTRIBUTION_WINDOW_DAYS, Period, attribution_window, period_of
 from leadcrm.services import analytics
 from leadcrm.services.access import require_staff
@@ -49,6 +50,15 @@ RESPONSE_COUNTED = (
 )
 
 
+def _scope(
+    uow: UnitOfWork, org_id: str, from_day: date | None, to_day: date | None
+) -> tuple[Actor, str | None, Period]:
+    """The staff caller, the organization's timezone, and the period as instants (400 INVALID_PERIOD)."""
+    actor = require_staff(caller(uow, router, org_id))
+    timezone = analytics.organization_timezone(uow.connection, actor.organization_id)
+    return actor, timezone, period_of(from_day, to_day, timezone)
+
+
 def _period_out(period: Period, from_day: date | None, to_day: date | None, timezone: str | None) -> PeriodOut:
     return PeriodOut(
         from_=from_day, to=to_day, timezone=timezone or "UTC", starts_at=period.starts_at, ends_at=period.ends_at
@@ -58,9 +68,7 @@ def _period_out(period: Period, from_day: date | None, to_day: date | None, time
 @router.get("/organizations/<orgId>/leads/analytics", tags=TAGS, summary="Lead analytics (G5)")
 def overview(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[LeadAnalyticsOut]:
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        timezone = analytics.organization_timezone(uow.connection, actor.organization_id)
-        period = period_of(from_, to, timezone)
+        actor, timezone, period = _scope(uow, orgId, from_, to)
         figures = analytics.lead_analytics(
             uow.connection, actor.organization_id, period, now=datetime.now(UTC), timezone=timezone
         )
@@ -87,9 +95,7 @@ def overview(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Le
 @router.get("/organizations/<orgId>/leads/analytics/funnel", tags=TAGS, summary="Funnel and time in each stage")
 def funnel(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[FunnelOut]:
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        timezone = analytics.organization_timezone(uow.connection, actor.organization_id)
-        period = period_of(from_, to, timezone)
+        actor, timezone, period = _scope(uow, orgId, from_, to)
         result = analytics.lead_funnel(uow.connection, actor.organization_id, period)
     return Envelope[FunnelOut](
         data=FunnelOut(
@@ -111,9 +117,7 @@ def funnel(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Funn
 )
 def response_times(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[ResponseTimesOut]:
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        timezone = analytics.organization_timezone(uow.connection, actor.organization_id)
-        period = period_of(from_, to, timezone)
+        actor, timezone, period = _scope(uow, orgId, from_, to)
         overall, months = analytics.response_times(uow.connection, actor.organization_id, period, timezone)
     return Envelope[ResponseTimesOut](
         data=ResponseTimesOut(
@@ -144,9 +148,7 @@ def campaigns(
 ) -> Envelope[AttributionReportOut]:
     window = timedelta(days=window_days) if window_days is not None else attribution_window()
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        timezone = analytics.organization_timezone(uow.connection, actor.organization_id)
-        period = period_of(from_, to, timezone)
+        actor, timezone, period = _scope(uow, orgId, from_, to)
         report = attribution_report(uow.connection, actor.organization_id, period, (from_, to), window)
     return Envelope[AttributionReportOut](
         data=AttributionReportOut(
