@@ -8,7 +8,7 @@ export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/core/python:$(CURDIR)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test test-unit test-integration test-infra test-e2e lint openapi synth layer migrate clean
+.PHONY: install dev test redrive test-unit test-integration test-infra test-e2e lint openapi synth layer migrate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,9 +68,16 @@ layer: install  ## the third-party dependencies layer in build/layer/python/ (pi
 migrate: install  ## applies migrations to DATABASE_URL (or DB_* settings)
 	$(BIN)/python -m leadcrm.db.migrate
 
+QUEUE ?= ingestion
+redrive: install  ## moves the messages of a DLQ back to its queue in AWS (QUEUE=ingestion|task-lifecycle; --status: python -m infra.redrive --status)
+	$(BIN)/python -m infra.redrive --queue $(QUEUE)
+
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache
 
-.PHONY: bench
+.PHONY: bench bench-ingestion
+bench-ingestion: install  ## Meta leads through the ingestion handler and a CSV import vs raw INSERTs (BENCH_META_LEADS, BENCH_CSV_ROWS)
+	$(BIN)/python -m bench.ingestion
+
 bench: install  ## seeds its own PostgreSQL once (1M leads; BENCH_QUICK=1: 100k) and measures lists, detail, bulk move
 	$(BIN)/python -m bench

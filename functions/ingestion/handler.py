@@ -7,18 +7,28 @@ record is retried and, after maxReceiveCount, lands in the DLQ.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from ingestion import processors
+
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
 
+# Message kind -> what processes it (the body, the Lambda context). A kind without an entry is logged only.
+PROCESSORS: dict[str, Callable[[dict[str, Any], Any], None]] = {
+    "meta.leadgen": processors.meta_leadgen,
+    "whatsapp": processors.whatsapp,
+    "lead_import": processors.lead_import,
+}
+
 
 def describe(body: dict[str, Any]) -> dict[str, Any]:
-    """What a message is, in ids only (never PII) — the processors that act on it come with ingestion."""
+    """What a message is, in ids only (never PII); its kind picks the processor (PROCESSORS)."""
     if "kind" in body:
         return {"kind": body["kind"], "receivedAt": body.get("receivedAt")}
     if "Records" in body and body["Records"] and body["Records"][0].get("eventSource") == "aws:s3":
@@ -29,12 +39,21 @@ def describe(body: dict[str, Any]) -> dict[str, Any]:
     raise ValueError("unrecognised ingestion message")
 
 
-def record_handler(record: SQSRecord) -> dict[str, Any]:
-    summary = describe(json.loads(record.body))
+def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, Any]:
+    body = json.loads(record.body)
+    summary = describe(body)
     logger.info("ingestion message received", extra={"messageId": record.message_id, **summary})
+    process = PROCESSORS.get(summary["kind"])
+    if process is not None:
+        process(body, lambda_context)
     return summary
 
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    try:
+        return process_partial_response(
+            event=event, record_handler=record_handler, processor=processor, context=context
+        )
+    finally:
+        processors.flush_metrics()

@@ -15,10 +15,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from leadcrm.db.uow import UnitOfWork
+from leadcrm.services.deal_rotting import run_rotting_sweep
 from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
 from leadcrm.services.outbox import relay_unpublished
 from leadcrm.services.rate_limits import delete_expired_counters
+from leadcrm.services.ticket_sweep import run_ticket_sweep
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -27,6 +29,8 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "outbox_relay": relay_unpublished,
     "rate_limit_cleanup": delete_expired_counters,
     "daily_digest": run_daily_digest,
+    "deal_rotting_sweep": run_rotting_sweep,
+    "ticket_sweep": run_ticket_sweep,
 }
 
 

@@ -10,6 +10,7 @@ from infra.leadcrm_constructs.domain_events import DomainEvents
 from infra.leadcrm_constructs.email import InboundEmail
 from infra.leadcrm_constructs.functions import LambdaFunctions
 from infra.leadcrm_constructs.http_api import ApiSettings, LeadCrmApi
+from infra.leadcrm_constructs.lead_ingestion import LeadIngestion
 from infra.leadcrm_constructs.messaging import Messaging, WorkQueue
 from infra.leadcrm_constructs.migrations import Migrations
 from infra.leadcrm_constructs.network import Network
@@ -26,6 +27,7 @@ __all__ = [
     "InboundEmail",
     "LambdaFunctions",
     "LeadCrmApi",
+    "LeadIngestion",
     "Messaging",
     "Migrations",
     "Network",

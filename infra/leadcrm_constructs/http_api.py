@@ -5,6 +5,8 @@
   the function reads the caller's roles from ``memberships`` on every request.
 - ``POST /leads/organization/{orgId}``: public lead capture from web forms, no authorizer.
 - ``GET /openapi.json``: the generated OpenAPI document, no authorizer.
+- ``GET|POST /public/ticket-surveys/{token}``: a closed ticket's satisfaction survey, no authorizer (the
+  random token in the mailed link is the credential; answered once).
 
 The authorized routes list their methods instead of using ``ANY``: an ``ANY`` route with an
 authorizer also catches the browser's unauthenticated ``OPTIONS`` preflight and rejects it, while
@@ -50,6 +52,7 @@ ACCESS_LOG_FORMAT = {
 
 
 CAPTURE_PATH = "/leads/organization/{orgId}"
+SURVEY_PATH = "/public/ticket-surveys/{token}"
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,12 @@ class LeadCrmApi(Construct):
                 authorizer=apigwv2.HttpNoneAuthorizer(),
             ),
             *self.http_api.add_routes(
+                path=SURVEY_PATH,
+                methods=[apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST],
+                integration=integration,
+                authorizer=apigwv2.HttpNoneAuthorizer(),
+            ),
+            *self.http_api.add_routes(
                 path="/openapi.json",
                 methods=[apigwv2.HttpMethod.GET],
                 integration=integration,
@@ -148,7 +157,8 @@ class LeadCrmApi(Construct):
                     {
                         "id": "AwsSolutions-APIG4",
                         "reason": "Public by design: lead capture from anonymous web forms (answers the same "
-                        "body whatever happened, idempotent, stage-throttled) and the OpenAPI document.",
+                        "body whatever happened, idempotent, stage-throttled), the OpenAPI document, and the ticket "
+                        "survey (its unguessable mailed token is the credential; one answer per ticket).",
                     }
                 ],
                 apply_to_children=True,

@@ -16,11 +16,14 @@ from constructs import Construct
 OUTBOX_RELAY_JOB = "outbox_relay"
 RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
+DEAL_ROTTING_SWEEP_JOB = "deal_rotting_sweep"
+TICKET_SWEEP_JOB = "ticket_sweep"
 
 
 class Schedules(Construct):
     """Scheduled jobs: the outbox relay every minute; throttle-counter cleanup and the morning digest every
-    15 minutes (the digest job itself picks the organizations whose local morning it is)."""
+    15 minutes (the digest job itself picks the organizations whose local morning it is); the deal rotting
+    sweep every hour (thresholds are in days)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -52,6 +55,18 @@ class Schedules(Construct):
             job=DAILY_DIGEST_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
             description="Mail staff their urgent counts in their organization's morning (once a local day)",
+        )
+        self.deal_rotting_sweep = self._job(
+            "DealRottingSweep",
+            job=DEAL_ROTTING_SWEEP_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.hours(1)),
+            description="Stall deals idle beyond their stage's rotting threshold; alert and open a re-engagement task",
+        )
+        self.ticket_sweep = self._job(
+            "TicketSweep",
+            job=TICKET_SWEEP_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+            description="Escalate tickets near an SLA breach, record breaches, auto-close, send ticket mails",
         )
         # The digest sends through SES v2 SendEmail from the MAIL_FROM identity (a verified domain or
         # address of this account and region; which one is a deployment choice, so any identity of it).

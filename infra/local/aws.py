@@ -17,6 +17,7 @@ INGESTION_QUEUE = "leadcrm-ingestion"
 TASK_LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"
 INBOUND_BUCKET = "leadcrm-inbound-mail"
 INBOUND_PREFIX = "inbound/"
+IMPORTS_BUCKET = "leadcrm-lead-imports"
 MAIL_DOMAIN = "mail.leadcrm.local"
 # The rule infra puts on the bus: our own events and the platform's go to task_lifecycle.
 EVENT_PATTERN = {"source": [{"prefix": "leadcrm"}, {"prefix": "platform"}]}
@@ -98,6 +99,16 @@ def provision() -> LocalAws:
         },
     )
     ses.create_email_identity(EmailIdentity=MAIL_DOMAIN)
+    # CSV imports: the dashboard PUTs the file straight to a presigned URL, from its own origin.
+    s3.create_bucket(Bucket=IMPORTS_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+    s3.put_bucket_cors(
+        Bucket=IMPORTS_BUCKET,
+        CORSConfiguration={
+            "CORSRules": [
+                {"AllowedMethods": ["PUT"], "AllowedOrigins": ["*"], "AllowedHeaders": ["*"], "MaxAgeSeconds": 600}
+            ]
+        },
+    )
     return LocalAws(endpoint=os.environ["AWS_ENDPOINT_URL"], queues=queues)
 
 

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from infra.local import aws
 from infra.local.auth import LocalAuthority
 from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_result, make_server
+from infra.local.graph import LocalGraph
 from infra.local.lambdas import LocalLambdas
 from infra.local.pollers import QueuePoller, Scheduler
 from infra.local.postgres import LocalPostgres
@@ -22,8 +23,15 @@ logger = logging.getLogger("leadcrm.local")
 # Local defaults for the Meta webhook secrets (README: Configuration). Override with the same env names.
 LOCAL_META_APP_SECRET = "local-app-secret"
 LOCAL_META_VERIFY_TOKEN = "local-verify-token"
-JOB_RATES_SECONDS = {"outbox_relay": 60, "rate_limit_cleanup": 900, "daily_digest": 900}
+JOB_RATES_SECONDS = {
+    "outbox_relay": 60,
+    "rate_limit_cleanup": 900,
+    "daily_digest": 900,
+    "deal_rotting_sweep": 3600,
+    "ticket_sweep": 60,
+}
 ROLES = ("owner", "admin", "coach", "member")
+GRAPH_PREFIX = "/_local/graph/"
 JSON = {"content-type": "application/json"}
 
 Reply = tuple[int, dict[str, str], bytes]
@@ -47,6 +55,7 @@ class LocalStack:
         self.authority = LocalAuthority(data_dir / "jwt-signing-key")
         self.pollers: list[QueuePoller] = []
         self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
+        self.graph = LocalGraph()  # Meta Graph's lead endpoint, for the Meta processor
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -64,6 +73,7 @@ class LocalStack:
         os.environ["EVENT_BUS_NAME"] = aws.EVENT_BUS
         self.resources = aws.provision()
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
+        os.environ["LEAD_IMPORTS_BUCKET"] = aws.IMPORTS_BUCKET
 
         from leadcrm.db.migrate import upgrade
 
@@ -77,6 +87,9 @@ class LocalStack:
             thread.start()
         self.server = make_server(self.port, self.dispatch)
         self.port = self.server.server_address[1]
+        # Graph is this server's /_local/graph (read by the functions only after the server is up).
+        os.environ.setdefault("META_GRAPH_BASE_URL", f"http://127.0.0.1:{self.port}/_local/graph")
+        os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)
@@ -92,6 +105,9 @@ class LocalStack:
     # --- HTTP ------------------------------------------------------------------------------------------
     def dispatch(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> Reply:
         headers = {k.lower(): v for k, v in headers.items()}
+        if method == "GET" and path.startswith(GRAPH_PREFIX):
+            status, answer = self.graph.read(path.removeprefix(GRAPH_PREFIX), headers.get("authorization"))
+            return _json(status, answer)
         if path.startswith("/_local/"):
             return self.local_route(method, path, body)
         if method == "OPTIONS":  # CORS preflight, answered by API Gateway itself
@@ -254,6 +270,12 @@ class LocalStack:
         )
         return _json(202, {"data": {"eventId": response["Entries"][0].get("EventId")}})
 
+    def register_graph_lead(self, data: dict[str, Any]) -> Reply:
+        lead_id = self.graph.register(data)
+        if lead_id is None:
+            return _error(400, "VALIDATION_FAILED", "Send the lead as Graph returns it, with a string id.")
+        return _json(201, {"data": {"id": lead_id}})
+
     def tick(self, data: dict[str, Any]) -> Reply:
         job = data.get("job")
         if job is not None and job not in JOB_RATES_SECONDS:
@@ -287,5 +309,6 @@ LOCAL_ROUTES = {
     ("GET", "/_local/sent-emails"): LocalStack.list_sent_emails,
     ("POST", "/_local/events"): LocalStack.put_event,
     ("POST", "/_local/tick"): LocalStack.tick,
+    ("POST", "/_local/graph/leads"): LocalStack.register_graph_lead,
     ("GET", "/_local/idle"): LocalStack.idle,
 }

@@ -16,6 +16,7 @@ from infra.leadcrm_constructs import (
     InboundEmail,
     LambdaFunctions,
     LeadCrmApi,
+    LeadIngestion,
     Messaging,
     Migrations,
     Network,
@@ -47,7 +48,8 @@ class LeadCrmStack(Stack):
             self,
             "Messaging",
             ingestion_consumer=functions.ingestion,
-            ingestion_producers=[functions.webhooks],
+            # the webhook receiver; the API queues CSV import jobs and ingestion their continuations
+            ingestion_producers=[functions.webhooks, functions.api, functions.ingestion],
             task_lifecycle_consumer=functions.task_lifecycle,
         )
         # Migrations before traffic: the trigger runs after the database and before the functions that
@@ -75,7 +77,18 @@ class LeadCrmStack(Stack):
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
+        # Tickets: the support address is support+<token>@<inbound domain>; survey links point at the API.
+        for function in (functions.api, functions.ingestion, functions.task_lifecycle):
+            function.add_environment("INBOUND_DOMAIN", config.inbound_domain)
+        functions.task_lifecycle.add_environment("TICKET_SURVEY_URL", f"{api.url}public/ticket-surveys/")
         webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
+        LeadIngestion(
+            self,
+            "LeadIngestion",
+            api=functions.api,
+            ingestion=functions.ingestion,
+            dashboard_origin=config.api.dashboard_origin,
+        )
         Observability(self, "Observability", functions=functions.all, work_queues=messaging.work_queues)
 
         self.functions = functions

@@ -8,7 +8,12 @@ import pytest
 from aws_cdk.assertions import Match, Template
 
 AUTHENTICATED_ROUTES = [f"{method} /organizations/{{proxy+}}" for method in ("GET", "POST", "PUT", "PATCH", "DELETE")]
-PUBLIC_ROUTES = ["POST /leads/organization/{orgId}", "GET /openapi.json"]
+PUBLIC_ROUTES = [
+    "POST /leads/organization/{orgId}",
+    "GET /openapi.json",
+    "GET /public/ticket-surveys/{token}",
+    "POST /public/ticket-surveys/{token}",
+]
 
 
 def _routes(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -20,9 +20,14 @@ def _of_type(resources: dict[str, Any], resource_type: str) -> dict[str, dict[st
     return {k: r.get("Properties", {}) for k, r in resources.items() if r["Type"] == resource_type}
 
 
-def _single(resources: dict[str, Any], resource_type: str) -> tuple[str, dict[str, Any]]:
-    ((logical_id, properties),) = _of_type(resources, resource_type).items()
+def _single(resources: dict[str, Any], resource_type: str, prefix: str = "") -> tuple[str, dict[str, Any]]:
+    ((logical_id, properties),) = (
+        (k, v) for k, v in _of_type(resources, resource_type).items() if k.startswith(prefix)
+    )
     return logical_id, properties
+
+
+RAW_MAIL = "EmailRawMail"  # the imports bucket (LeadIngestion) is the other one
 
 
 # --- dependencies layer -----------------------------------------------------------------------------
@@ -112,7 +117,7 @@ def test_make_layer_builds_for_lambda_python312_arm64_from_wheels_only() -> None
 
 
 def test_raw_mail_bucket_is_encrypted_private_and_forgets_mail(resources: dict[str, Any]) -> None:
-    _, bucket = _single(resources, "AWS::S3::Bucket")
+    _, bucket = _single(resources, "AWS::S3::Bucket", RAW_MAIL)
     (encryption,) = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
     assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in {"AES256", "aws:kms"}
     assert bucket["PublicAccessBlockConfiguration"] == {
@@ -130,8 +135,8 @@ def test_raw_mail_bucket_is_encrypted_private_and_forgets_mail(resources: dict[s
 def test_raw_mail_bucket_policy_refuses_plain_http_and_admits_ses_for_this_account_only(
     resources: dict[str, Any],
 ) -> None:
-    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
-    _, policy = _single(resources, "AWS::S3::BucketPolicy")
+    bucket_id, _ = _single(resources, "AWS::S3::Bucket", RAW_MAIL)
+    _, policy = _single(resources, "AWS::S3::BucketPolicy", RAW_MAIL)
     assert policy["Bucket"] == {"Ref": bucket_id}
     statements = policy["PolicyDocument"]["Statement"]
     assert any(
@@ -149,7 +154,7 @@ def test_ses_identity_and_receipt_rule_store_mail_for_the_inbound_domain_in_the_
     _, identity = _single(resources, "AWS::SES::EmailIdentity")
     assert identity["EmailIdentity"] == "mail.leadcrm.example.com"  # cdk.json's inboundDomain
     rule_set_id, _ = _single(resources, "AWS::SES::ReceiptRuleSet")
-    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+    bucket_id, _ = _single(resources, "AWS::S3::Bucket", RAW_MAIL)
     _, receipt_rule = _single(resources, "AWS::SES::ReceiptRule")
     assert receipt_rule["RuleSetName"] == {"Ref": rule_set_id}
     rule = receipt_rule["Rule"]
@@ -165,7 +170,7 @@ def test_new_raw_mail_notifies_the_ingestion_queue_as_in_the_local_stack(
 ) -> None:
     from infra.local.aws import INBOUND_PREFIX
 
-    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+    bucket_id, _ = _single(resources, "AWS::S3::Bucket", RAW_MAIL)
     _, notifications = _single(resources, "Custom::S3BucketNotifications")
     assert notifications["BucketName"] == {"Ref": bucket_id}
     (configuration,) = notifications["NotificationConfiguration"]["QueueConfigurations"]
@@ -189,12 +194,15 @@ def test_new_raw_mail_notifies_the_ingestion_queue_as_in_the_local_stack(
 
 
 def test_only_ingestion_reads_raw_mail_and_only_under_inbound(resources: dict[str, Any]) -> None:
-    bucket_id, _ = _single(resources, "AWS::S3::Bucket")
+    bucket_id, _ = _single(resources, "AWS::S3::Bucket", RAW_MAIL)
     readers = []
     for policy in _of_type(resources, "AWS::IAM::Policy").values():
         for statement in policy["PolicyDocument"]["Statement"]:
-            if bucket_id in json.dumps(statement["Resource"]) and statement["Action"] == "s3:GetObject":
-                readers.append((policy["Roles"], statement["Resource"]))
+            # (CDK merges one role's statements of the same action: the imports bucket may share this one)
+            granted = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+            on_bucket = [r for r in granted if bucket_id in json.dumps(r)]
+            if on_bucket and statement["Action"] == "s3:GetObject":
+                readers.extend((policy["Roles"], r) for r in on_bucket)
     assert len(readers) == 1
     roles, resource = readers[0]
     assert roles[0]["Ref"].startswith("FunctionsIngestionServiceRole")

@@ -26,6 +26,8 @@ def client(service: str) -> Any:
             from leadcrm.config import get_settings
 
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
+            if service == "s3":  # presigned URLs (CSV uploads) signed with SigV4, as every region accepts
+                config = config.merge(Config(signature_version="s3v4"))
             _clients[service] = boto3.session.Session().client(
                 service, region_name=get_settings().region, config=config
             )

@@ -18,11 +18,14 @@ def mail_from() -> str:
     return os.environ.get("MAIL_FROM") or DEFAULT_MAIL_FROM
 
 
-def send_email(to_address: str, subject: str, text: str) -> str:
-    """One plain-text mail to one recipient; the SES message id. Errors (botocore) are the caller's to handle."""
+def send_email(to_address: str, subject: str, text: str, *, reply_to: str | None = None) -> str:
+    """One plain-text mail to one recipient; the SES message id. Errors (botocore) are the caller's to handle.
+    `reply_to`: where the recipient's answer goes (a ticket's mails name the organization's support address)."""
+    extra = {"ReplyToAddresses": [reply_to]} if reply_to else {}
     response = client("sesv2").send_email(
         FromEmailAddress=mail_from(),
         Destination={"ToAddresses": [to_address]},
+        **extra,
         Content={
             "Simple": {
                 "Subject": {"Data": subject, "Charset": "UTF-8"},

@@ -72,6 +72,9 @@ organizations = Table(
     Column("country_code", String(2)),
     Column("features", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("flags", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # Who takes work nobody else is named for: a departed member's open deals, leads and tasks (services.
+    # owner_departure) and unowned returning leads. NULL: the oldest active owner.
+    Column("default_assignee_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     created_at_column(),
     updated_at_column(),
 )
@@ -469,6 +472,8 @@ tasks = Table(
     Column("assignee_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     # NO ACTION on purpose: erasing a lead deletes its tasks first (their titles carry the lead's name).
     Column("linked_lead_id", Uuid, ForeignKey("leads.id")),
+    # The deal a task is about (the rotting sweep's re-engagement task, services.deal_rotting).
+    Column("linked_deal_id", Uuid, ForeignKey("deals.id", ondelete="SET NULL")),
     Column("created_by_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     Column("completed_at", DateTime(timezone=True)),
     Column("cancelled_at", DateTime(timezone=True)),

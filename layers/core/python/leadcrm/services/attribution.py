@@ -72,6 +72,7 @@ logger = logging.getLogger(__name__)
 ATTRIBUTION_CORRECTED = "attribution_corrected"
 CONVERSATION_INBOUND_RECEIVED = "conversation.inbound_received"
 TOUCH_LOG_LIMIT = 200
+IMPORT_SOURCE = "import"  # the source a CSV import gives its leads (services.lead_imports)
 # A customer's path counts at most this many later touches (its oldest) besides the first.
 MAX_PATH_TOUCHES = 500
 
@@ -127,6 +128,26 @@ def first_touch_insert(
         "campaign_id": new_lead.c.campaign_id,
         **{name: literal(value, Text) for name, value in _utm_values(utm).items()},
         "detail": literal({"receiptId": str(receipt_id)}, JSONB),
+    }
+    return insert(lead_touches).from_select(list(values), select(*values.values()))
+
+
+def imported_first_touches(organization_id: uuid.UUID, rows: Any) -> Insert:
+    """The first touches of leads a CSV import wrote in bulk (the import skips `intake_lead` on purpose):
+    `rows` has each lead's `id`, `touch_id` and `receipt_id`. An import says nothing of where its people came
+    from, so they are Direct / Unknown until staff correct them. One statement whatever the size; at the
+    leads' creation time (the same transaction's now())."""
+    utm = Utm()
+    channel = acquisition_channel(IMPORT_SOURCE, None, utm)
+    values = {
+        "id": rows.c.touch_id,
+        "organization_id": literal(organization_id, Uuid),
+        "lead_id": rows.c.id,
+        "kind": literal(TouchKind.IMPORT.value, Text),
+        "channel": literal(channel, Text),
+        "is_first": true(),
+        "occurred_at": func.now(),
+        "detail": func.jsonb_build_object("receiptId", cast(rows.c.receipt_id, Text)),
     }
     return insert(lead_touches).from_select(list(values), select(*values.values()))
 

@@ -35,6 +35,7 @@ from leadcrm.domain.statuses import StageCategory, is_won
 from leadcrm.errors import BadRequest, NotFound
 from leadcrm.ids import parse_uuid, uuid7
 from leadcrm.services.activity import record_activity
+from leadcrm.services.deal_people import link_member_to_lead_deals
 from leadcrm.services.identity import (
     ACCOUNT,
     find_lead_for_person,
@@ -97,6 +98,8 @@ def _attach(uow: UnitOfWork, actor: Actor, lead: dict[str, Any], membership_id: 
         .values(converted_membership_id=membership_id, updated_at=func.now())
     )
     converted = {**lead, "converted_membership_id": membership_id}
+    # A converted lead's deals link both the lead and the member.
+    link_member_to_lead_deals(uow, actor, lead["id"], membership_id)
     target = win_stage(conn, actor.organization_id, lead["pipeline_id"])
     if target is not None:
         update_lead(uow, actor, lead["id"], LeadUpdate(stage_id=target.id), locked=converted)

@@ -36,6 +36,7 @@ from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.domain.events import DomainEvent
 from leadcrm.errors import NotFound
+from leadcrm.services.deal_people import forget_erased_lead
 from leadcrm.services.idempotency import request_fingerprint
 from leadcrm.services.lead_moves import lock_lead
 
@@ -118,6 +119,7 @@ def _erase_one(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID)
     """Steps 1 to 4 for one lead (the stored answers are forgotten once per request, by the caller)."""
     lock_lead(conn, organization_id, lead_id)
     _forget_capture_keys(conn, organization_id, lead_id)  # reads the receipts, which the lead takes with it
+    forget_erased_lead(conn, organization_id, lead_id)  # its deals stay, without the person's traces
     tasks_deleted = conn.execute(
         delete(tasks).where(tasks.c.organization_id == organization_id, tasks.c.linked_lead_id == lead_id)
     ).rowcount

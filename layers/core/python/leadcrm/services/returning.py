@@ -44,12 +44,11 @@ from leadcrm.db.tables import (
     lead_pipeline_placements,
     lead_status_events,
     leads,
-    memberships,
     organizations,
     pipelines,
 )
 from leadcrm.db.uow import UnitOfWork
-from leadcrm.domain.access import LEAD_MANAGEMENT, Actor, MembershipStatus, Role, enabled_features, system_actor
+from leadcrm.domain.access import LEAD_MANAGEMENT, Actor, enabled_features, system_actor
 from leadcrm.domain.events import DomainEvent
 from leadcrm.domain.lead_moves import LeadPosition, StageMove, plan_primary_swap, plan_stage_move
 from leadcrm.domain.returning import (
@@ -93,6 +92,7 @@ from leadcrm.services.lead_moves import (
     status_event_row,
 )
 from leadcrm.services.leads import LEAD_COLUMNS, NewLead, intake_lead
+from leadcrm.services.owner_departure import default_assignee as organization_default_assignee
 from leadcrm.services.pipelines import StageRow, default_new_stage, first_active_stage, resolve_stage
 
 logger = logging.getLogger(__name__)
@@ -349,20 +349,10 @@ def _merge_placement(conn: Connection, organization_id: uuid.UUID, lead_id: uuid
 
 
 def default_assignee(conn: Connection, organization_id: uuid.UUID) -> uuid.UUID | None:
-    """Who takes an unowned lead that came back on a public or platform path: the organization's oldest
-    active owner (the same person the new-lead auto-task goes to). Organizations have no assignee setting
-    yet; when one exists, it is read here."""
-    return conn.execute(
-        select(memberships.c.user_id)
-        .where(
-            memberships.c.organization_id == organization_id,
-            memberships.c.role == Role.OWNER.value,
-            memberships.c.status == MembershipStatus.ACTIVE.value,
-            memberships.c.deleted_at.is_(None),
-        )
-        .order_by(memberships.c.created_at, memberships.c.id)
-        .limit(1)
-    ).scalar_one_or_none()
+    """Who takes an unowned lead that came back on a public or platform path: the organization's default
+    assignee setting when it names an active staff member, else its oldest active owner (the same person the
+    new-lead auto-task goes to); see `services.owner_departure.default_assignee`."""
+    return organization_default_assignee(conn, organization_id)
 
 
 def note_sql(addition: str) -> ColumnElement[Any]:

@@ -18,9 +18,10 @@ from datetime import date, time
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Date, Text, Uuid, and_, cast, func, insert, or_, select, update
 
-from leadcrm.db.tables import leads, tasks
+from leadcrm.db.recordsets import recordset
+from leadcrm.db.tables import leads, organizations, tasks
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import Actor
 from leadcrm.domain.follow_ups import TaskDue
@@ -262,3 +263,36 @@ def close_task(uow: UnitOfWork, actor: Actor, task_id: uuid.UUID, status: str) -
         raise _task_closed(task)
     follow_ups.close_task(conn, actor, task, state, status)
     return read_task(conn, actor.organization_id, task_id)
+
+
+# -- tasks the system opens (scheduled jobs) -------------------------------------------------------------------
+
+_SYSTEM_TASK_COLUMNS = {
+    "id": Uuid,
+    "organization_id": Uuid,
+    "type": Text,
+    "title": Text,
+    "priority": Text,
+    "source": Text,
+    "assignee_user_id": Uuid,
+    "linked_lead_id": Uuid,
+    "linked_deal_id": Uuid,
+}
+
+
+def create_system_tasks(conn: Connection, new_tasks: list[dict[str, Any]]) -> int:
+    """Many tasks a job opens (each row names the columns above; no actor), due today in each task's
+    organization's timezone, in ONE statement whatever their number. Not for contact_lead tasks: those are a
+    lead's follow-up and go through `services.follow_ups`."""
+    if not new_tasks:
+        return 0
+    assert all(t["type"] != TaskType.CONTACT_LEAD for t in new_tasks)
+    source = recordset("system_tasks", "system_tasks", new_tasks, _SYSTEM_TASK_COLUMNS)
+    today_there = cast(func.timezone(organizations.c.timezone, func.now()), Date)
+    rows = select(*(source.c[n] for n in _SYSTEM_TASK_COLUMNS), today_there).select_from(
+        source.join(organizations, organizations.c.id == source.c.organization_id)
+    )
+    inserted = conn.execute(
+        insert(tasks).from_select([*_SYSTEM_TASK_COLUMNS, "due_date"], rows).returning(tasks.c.id)
+    ).all()
+    return len(inserted)

@@ -1,0 +1,377 @@
+"""`make bench-ingestion` (python -m bench.ingestion): ingestion throughput against raw INSERT baselines.
+
+- Meta: BENCH_META_LEADS (default 10,000) leadgen deliveries through `ingestion.handler.lambda_handler` in SQS
+  batches of 10 (routing, the Graph read from a local stand-in over HTTP, the shared create with dedup, the
+  campaign hook, the attribution, the auto-task, the outbox), against a loop of single-row INSERTs of the same
+  leads on the same database, each in its own transaction. Target: >= 25 % of the raw loop's rate.
+- CSV: a BENCH_CSV_ROWS (default 100,000) row file in S3 imported by the handler's `lead_import` message,
+  against multi-row INSERTs (1,000 rows per statement) of the same rows. Target: >= 50 % of the raw rate,
+  peak RSS <= 256 MB. It runs in a process of its own, so its peak RSS is its own (moto, which holds the
+  file in that process's memory, included).
+
+AWS is moto (`mock_aws`) in process; PostgreSQL is the bench cluster of `bench.database` (its own database,
+`leadcrm_bench_ingestion`, emptied of the previous run's organizations first). Figures are printed and
+written to bench/results-ingestion.json.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).with_name("results-ingestion.json")
+META_RATIO_TARGET = 0.25
+CSV_RATIO_TARGET = 0.50
+CSV_RSS_TARGET_MB = 256
+SQS_BATCH = 10
+INSERT_ROWS_PER_STATEMENT = 1_000
+
+
+def log(message: str) -> None:
+    print(message, flush=True)
+
+
+def _point_the_product_at(url: str) -> None:
+    from leadcrm.adapters.aws import reset_clients
+    from leadcrm.config import get_settings
+    from leadcrm.db.engine import dispose_engine
+
+    os.environ.update(
+        {
+            "DATABASE_URL": url,
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "eu-west-1",
+            "AWS_REGION": "eu-west-1",
+            "POWERTOOLS_LOG_LEVEL": "WARNING",
+        }
+    )
+    os.environ.pop("AWS_ENDPOINT_URL", None)
+    get_settings.cache_clear()
+    reset_clients()
+    dispose_engine()
+
+
+def _organization(name: str) -> tuple[Any, uuid.UUID]:
+    """A new organization with an owner (the auto-task's assignee); (owner actor, default pipeline's new stage)."""
+    from leadcrm.db.engine import get_engine
+    from leadcrm.domain.access import LEAD_MANAGEMENT, Actor, Role
+    from leadcrm.services.directory import add_membership, create_organization, create_user
+    from leadcrm.services.pipelines import default_new_stage
+
+    with get_engine().begin() as conn:
+        organization_id = create_organization(conn, name)
+        user_id = create_user(conn, auth_subject=str(uuid.uuid4()), email=f"owner-{uuid.uuid4().hex[:8]}@bench.local")
+        membership_id = add_membership(conn, organization_id, user_id, Role.OWNER)
+        placement = default_new_stage(conn, organization_id)
+    actor = Actor(
+        user_id=user_id,
+        organization_id=organization_id,
+        membership_id=membership_id,
+        role=Role.OWNER,
+        features=frozenset({LEAD_MANAGEMENT}),
+    )
+    return actor, placement
+
+
+def _raw_connection() -> Any:
+    """A bare pg8000 connection to the same database, for the baselines (no SQLAlchemy in the loop)."""
+    from leadcrm.db.engine import get_engine
+
+    return get_engine().raw_connection()
+
+
+def _person(i: int, run: str) -> tuple[str, str, str]:
+    return f"Person {i}", f"p{i}-{run}@bench.example", f"+4477{i:08d}"
+
+
+def _raw_single_row_inserts(placement: Any, organization_id: uuid.UUID, rows: list[tuple[str, str, str]]) -> float:
+    from leadcrm.ids import uuid7
+
+    raw = _raw_connection()
+    try:
+        cursor = raw.cursor()
+        started = time.perf_counter()
+        for name, email, phone in rows:
+            cursor.execute(
+                "INSERT INTO leads (id, organization_id, name, email, phone, source, status, pipeline_id, stage_id) "
+                "VALUES (%s, %s, %s, %s, %s, 'facebook', 'new', %s, %s)",
+                (str(uuid7()), str(organization_id), name, email, phone, str(placement.pipeline_id),
+                 str(placement.stage_id)),
+            )  # fmt: skip
+            raw.commit()
+        return time.perf_counter() - started
+    finally:
+        raw.close()
+
+
+def _raw_multi_row_inserts(placement: Any, organization_id: uuid.UUID, rows: list[tuple[str, str, str]]) -> float:
+    from leadcrm.ids import uuid7
+
+    raw = _raw_connection()
+    try:
+        cursor = raw.cursor()
+        started = time.perf_counter()
+        for start in range(0, len(rows), INSERT_ROWS_PER_STATEMENT):
+            chunk = rows[start : start + INSERT_ROWS_PER_STATEMENT]
+            values = ", ".join(["(%s, %s, %s, %s, %s, 'import', 'new', %s, %s)"] * len(chunk))
+            params: list[str] = []
+            for name, email, phone in chunk:
+                params += [str(uuid7()), str(organization_id), name, email, phone, str(placement.pipeline_id),
+                           str(placement.stage_id)]  # fmt: skip
+            cursor.execute(
+                "INSERT INTO leads (id, organization_id, name, email, phone, source, status, pipeline_id, stage_id) "
+                f"VALUES {values}",
+                params,
+            )
+        raw.commit()
+        return time.perf_counter() - started
+    finally:
+        raw.close()
+
+
+def _context(function_name: str) -> Any:
+    from infra.local.lambdas import LocalContext
+
+    return LocalContext(function_name=function_name, timeout_seconds=3600)
+
+
+def _sqs_batches(bodies: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    from infra.local.pollers import sqs_event
+
+    arn = "arn:aws:sqs:eu-west-1:123456789012:leadcrm-ingestion"
+    for start in range(0, len(bodies), SQS_BATCH):
+        messages = [
+            {"MessageId": str(uuid.uuid4()), "ReceiptHandle": uuid.uuid4().hex, "Body": json.dumps(body)}
+            for body in bodies[start : start + SQS_BATCH]
+        ]
+        yield sqs_event(arn, messages)
+
+
+# --- Meta ------------------------------------------------------------------------------------------------
+
+
+def bench_meta(count: int) -> dict[str, Any]:
+    from infra.local.graph import LocalGraph, serve
+    from ingestion.handler import lambda_handler
+    from leadcrm.db.uow import UnitOfWork
+    from leadcrm.services.integrations import connect
+
+    run = uuid.uuid4().hex[:8]
+    actor, placement = _organization(f"Bench Meta {run}")
+    page_id = str(uuid.uuid4().int)[:15]
+    with UnitOfWork() as uow:
+        connect(uow, actor, "meta_lead_ads", page_id, "bench-page-token", "Bench page")
+    graph, bodies = LocalGraph(), []
+    people = [_person(i, run) for i in range(count)]
+    for i, (name, email, phone) in enumerate(people):
+        leadgen_id = f"{run}{i:09d}"
+        graph.register(
+            {
+                "id": leadgen_id,
+                "field_data": [
+                    {"name": "full_name", "values": [name]},
+                    {"name": "email", "values": [email]},
+                    {"name": "phone_number", "values": [phone]},
+                    {"name": "what_is_your_goal?", "values": ["Run a 10k"]},
+                ],
+                "form_id": f"form{i % 20}",
+                "ad_id": f"ad{i % 50}",
+                "campaign_name": f"Campaign {i % 20}",
+                "platform": "ig" if i % 3 == 0 else "fb",
+            }
+        )
+        bodies.append(
+            {
+                "kind": "meta.leadgen",
+                "payload": {
+                    "object": "page",
+                    "entry": [
+                        {
+                            "id": page_id,
+                            "changes": [{"field": "leadgen", "value": {"leadgen_id": leadgen_id, "page_id": page_id}}],
+                        }
+                    ],
+                },
+            }
+        )
+    failures = 0
+    with serve(graph) as base_url:
+        os.environ["META_GRAPH_BASE_URL"] = base_url
+        started = time.perf_counter()
+        with contextlib.redirect_stdout(io.StringIO()):  # the metrics documents (EMF) the handler prints
+            for event in _sqs_batches(bodies):
+                failures += len(lambda_handler(event, _context("ingestion"))["batchItemFailures"])
+        handler_seconds = time.perf_counter() - started
+    created = _count_leads(actor.organization_id)
+    baseline_actor, baseline_placement = _organization(f"Bench Meta baseline {run}")
+    raw_seconds = _raw_single_row_inserts(baseline_placement, baseline_actor.organization_id, people)
+    return {
+        "leads": count,
+        "created": created,
+        "failedMessages": failures,
+        "handlerSeconds": round(handler_seconds, 2),
+        "handlerLeadsPerSecond": round(count / handler_seconds, 1),
+        "rawSingleRowInsertSeconds": round(raw_seconds, 2),
+        "rawLeadsPerSecond": round(count / raw_seconds, 1),
+        "ratio": round(raw_seconds / handler_seconds, 3),
+        "target": META_RATIO_TARGET,
+    }
+
+
+def _count_leads(organization_id: uuid.UUID) -> int:
+    from sqlalchemy import func, select
+
+    from leadcrm.db.engine import get_engine
+    from leadcrm.db.tables import leads
+
+    with get_engine().connect() as conn:
+        return conn.execute(
+            select(func.count()).select_from(leads).where(leads.c.organization_id == organization_id)
+        ).scalar_one()
+
+
+# --- CSV (in a process of its own) -----------------------------------------------------------------------
+
+
+def bench_csv(rows: int) -> dict[str, Any]:
+    from ingestion.handler import lambda_handler
+    from leadcrm.adapters.aws import client
+    from leadcrm.db.uow import UnitOfWork
+    from leadcrm.services.lead_imports import create_import, get_import, start_import
+
+    run = uuid.uuid4().hex[:8]
+    s3, sqs = client("s3"), client("sqs")
+    s3.create_bucket(Bucket="bench-imports", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    os.environ["LEAD_IMPORTS_BUCKET"] = "bench-imports"
+    os.environ["INGESTION_QUEUE_URL"] = sqs.create_queue(QueueName="bench-ingestion")["QueueUrl"]
+    from leadcrm.config import get_settings
+
+    get_settings.cache_clear()
+    actor, _ = _organization(f"Bench CSV {run}")
+    people = [_person(i, run) for i in range(rows)]
+    content = "Name,Email,Phone,Notes\n" + "".join(f"{n},{e},{p},imported\n" for n, e, p in people)
+    with UnitOfWork() as uow:
+        job = create_import(uow, actor, file_name="bench.csv", column_mapping=None).job
+    key = f"imports/{actor.organization_id}/{job['id']}.csv"
+    s3.put_object(Bucket="bench-imports", Key=key, Body=content.encode())
+    del content
+    with UnitOfWork() as uow:
+        start_import(uow, actor, job["id"])
+    messages = sqs.receive_message(QueueUrl=os.environ["INGESTION_QUEUE_URL"], MaxNumberOfMessages=1)["Messages"]
+    rss_before_mb = _rss_mb("VmRSS")
+    _reset_peak_rss()  # building the file for moto peaked higher than the import does: measure the import
+    started = time.perf_counter()
+    result = lambda_handler(next(_sqs_batches([json.loads(messages[0]["Body"])])), _context("ingestion"))
+    import_seconds = time.perf_counter() - started
+    peak_rss_mb = _rss_mb("VmHWM")
+    with UnitOfWork() as uow:
+        finished = get_import(uow.connection, actor.organization_id, job["id"])
+    baseline_actor, baseline_placement = _organization(f"Bench CSV baseline {run}")
+    raw_seconds = _raw_multi_row_inserts(baseline_placement, baseline_actor.organization_id, people)
+    return {
+        "rows": rows,
+        "status": finished["status"],
+        "created": finished["created_count"],
+        "failedMessages": len(result["batchItemFailures"]),
+        "importSeconds": round(import_seconds, 2),
+        "importRowsPerSecond": round(rows / import_seconds, 1),
+        "rawMultiRowInsertSeconds": round(raw_seconds, 2),
+        "rawRowsPerSecond": round(rows / raw_seconds, 1),
+        "ratio": round(raw_seconds / import_seconds, 3),
+        "target": CSV_RATIO_TARGET,
+        "peakRssMb": round(peak_rss_mb, 1),  # the process's peak while the import ran (moto and the file included)
+        "rssBeforeImportMb": round(rss_before_mb, 1),
+        "rssTargetMb": CSV_RSS_TARGET_MB,
+    }
+
+
+def _rss_mb(field: str) -> float:
+    """VmRSS (now) or VmHWM (the peak since the last reset) of this process, in MB; the lifetime peak from
+    getrusage where /proc is not there."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _reset_peak_rss() -> None:
+    """Linux: writing 5 to clear_refs resets VmHWM to the current RSS."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def _child_csv(url: str, rows: int) -> None:
+    from moto import mock_aws
+
+    _point_the_product_at(url)
+    with mock_aws():
+        print("RESULT " + json.dumps(bench_csv(rows)), flush=True)
+
+
+def main() -> int:
+    from moto import mock_aws
+
+    from bench.database import bench_database
+
+    meta_leads = int(os.environ.get("BENCH_META_LEADS", "10000"))
+    csv_rows = int(os.environ.get("BENCH_CSV_ROWS", "100000"))
+    with bench_database("ingestion", log) as url:
+        _point_the_product_at(url)
+        from leadcrm.db.migrate import upgrade
+
+        upgrade()
+        log(f"meta: {meta_leads:,} leadgen deliveries through the ingestion handler …")
+        with mock_aws():
+            from leadcrm.adapters.aws import client
+
+            client("events").create_event_bus(Name="leadcrm-events")
+            meta = bench_meta(meta_leads)
+        log(json.dumps(meta))
+        log(f"csv: a {csv_rows:,} row import through the ingestion handler (own process) …")
+        child = subprocess.run(
+            [sys.executable, "-m", "bench.ingestion", "--csv-child", url, str(csv_rows)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        found = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
+        if child.returncode != 0 or not found:
+            log(child.stdout[-2000:] + child.stderr[-4000:])
+            return 1
+        csv = json.loads(found[-1].removeprefix("RESULT "))
+        log(json.dumps(csv))
+    results = {"meta": meta, "csv": csv}
+    RESULTS.write_text(json.dumps(results, indent=2))
+    log("")
+    log(
+        f"Meta  {meta['leads']:>7,} leads  handler {meta['handlerLeadsPerSecond']:>8,.0f}/s  raw single-row INSERT "
+        f"{meta['rawLeadsPerSecond']:>8,.0f}/s  ratio {meta['ratio']:.0%} (target >= {META_RATIO_TARGET:.0%})"
+    )
+    log(
+        f"CSV   {csv['rows']:>7,} rows   import  {csv['importRowsPerSecond']:>8,.0f}/s  raw multi-row INSERT  "
+        f"{csv['rawRowsPerSecond']:>8,.0f}/s  ratio {csv['ratio']:.0%} (target >= {CSV_RATIO_TARGET:.0%}); "
+        f"peak RSS {csv['peakRssMb']:.0f} MB (target <= {CSV_RSS_TARGET_MB} MB)"
+    )
+    log(f"written to {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--csv-child":
+        _child_csv(sys.argv[2], int(sys.argv[3]))
+    else:
+        sys.exit(main())

@@ -1,0 +1,127 @@
+"""Bodies of the integration connection routes and the CSV import routes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator
+
+from api.schemas import CamelModel, OutModel
+
+# Meta ids (page, phone number) are numeric strings.
+ExternalId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[0-9]+$")]
+AccessToken = Annotated[str, Field(min_length=8, max_length=2048, pattern=r"^\S+$")]
+DisplayName = Annotated[str, Field(min_length=1, max_length=200)]
+
+
+class ConnectMetaBody(CamelModel):
+    page_id: ExternalId
+    access_token: AccessToken = Field(description="A page access token with leads_retrieval; kept in Secrets Manager")
+    page_name: DisplayName | None = None
+
+
+class ConnectWhatsAppBody(CamelModel):
+    phone_number_id: ExternalId
+    access_token: AccessToken = Field(description="A system-user token of the WABA; kept in Secrets Manager")
+    display_phone_number: DisplayName | None = None
+
+
+class Connection(OutModel):
+    """A connection as the dashboard sees it: never the token, never where it is kept."""
+
+    id: uuid.UUID
+    provider: str
+    external_account_id: str
+    display_name: str | None
+    status: str
+    connected_by_user_id: uuid.UUID | None
+    connected_at: datetime
+    disconnected_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class LeadField(StrEnum):
+    NAME = "name"
+    FIRST_NAME = "firstName"
+    LAST_NAME = "lastName"
+    EMAIL = "email"
+    PHONE = "phone"
+    NOTE = "note"
+    LOCALE = "locale"
+
+
+# lead field (camelCase) -> the domain's field name
+LEAD_FIELD_NAMES = {
+    LeadField.NAME: "name",
+    LeadField.FIRST_NAME: "first_name",
+    LeadField.LAST_NAME: "last_name",
+    LeadField.EMAIL: "email",
+    LeadField.PHONE: "phone",
+    LeadField.NOTE: "note",
+    LeadField.LOCALE: "locale",
+}
+
+
+class CreateImportBody(CamelModel):
+    file_name: str | None = Field(default=None, min_length=1, max_length=255)
+    column_mapping: dict[LeadField, Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        default=None,
+        description="lead field -> the CSV header that holds it (case-insensitive). Without it, common headers "
+        "(Name, First name, Last name, Email, Phone, Mobile, Notes, ...) are recognised.",
+    )
+
+    @field_validator("column_mapping")
+    @classmethod
+    def _mapping_names_someone(cls, value: dict[LeadField, str] | None) -> dict[LeadField, str] | None:
+        contact = {LeadField.NAME, LeadField.FIRST_NAME, LeadField.LAST_NAME, LeadField.EMAIL, LeadField.PHONE}
+        if value is not None and not (contact & value.keys()):
+            raise ValueError("map at least one of name, firstName, lastName, email or phone")
+        return value
+
+
+class ImportJob(OutModel):
+    id: uuid.UUID
+    status: str = Field(description="awaiting_upload | queued | running | completed | failed")
+    file_name: str | None
+    column_mapping: dict[str, str]
+    rows_processed: int
+    created_count: int
+    duplicate_count: int
+    invalid_count: int
+    error_code: str | None
+    error_message: str | None
+    created_by_user_id: uuid.UUID | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Upload(OutModel):
+    url: str
+    method: str = "PUT"
+    headers: dict[str, str]
+    expires_at: datetime
+
+
+class NewImportOut(OutModel):
+    job: ImportJob
+    upload: Upload
+
+
+class ImportRowOutcome(StrEnum):
+    CREATED = "created"
+    DUPLICATE = "duplicate"
+    INVALID = "invalid"
+
+
+class ImportRowReport(OutModel):
+    row_number: int = Field(description="1 is the first row after the header")
+    outcome: ImportRowOutcome
+    lead_id: uuid.UUID | None = None
+    existing_lead_id: uuid.UUID | None = None
+    errors: list[dict[str, Any]] | None = None

@@ -1,0 +1,71 @@
+"""What the ingestion function does with each kind of message: translate it into service calls, nothing more.
+
+Every webhook delivery ends in one outcome per lead it carried (created, reopened, duplicate, replayed, or
+dropped: no active connection, organic WhatsApp message). Each outcome is counted (a CloudWatch metric,
+`Ingestion.<channel>.<outcome>`) and logged with ids only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+from leadcrm.adapters.meta_graph import GraphError
+from leadcrm.domain.ingestion import leadgen_changes, whatsapp_messages
+from leadcrm.services.lead_imports import run_import
+from leadcrm.services.webhook_leads import DROPPED, Ingested, ingest_leadgen, ingest_whatsapp_message
+
+logger = Logger(service="leadcrm")
+metrics = Metrics(namespace="LeadCRM", service="leadcrm")
+
+
+def meta_leadgen(body: dict[str, Any], context: Any) -> None:
+    """G6: every leadgen change of a page webhook (Meta batches them)."""
+    for change in leadgen_changes(body.get("payload") or {}):
+        try:
+            result = ingest_leadgen(change)
+        except GraphError as error:  # retried, then parked in the DLQ: say why, in ids and Graph's codes
+            logger.warning(
+                "Graph could not give the lead",
+                extra={
+                    "leadgenId": change.leadgen_id,
+                    "pageId": change.page_id,
+                    "status": error.status,
+                    "code": error.code,
+                },
+            )
+            raise
+        count(result)
+
+
+def whatsapp(body: dict[str, Any], context: Any) -> None:
+    """G7: every inbound message of a WhatsApp Cloud webhook (organic ones are dropped and counted)."""
+    for message in whatsapp_messages(body.get("payload") or {}):
+        count(ingest_whatsapp_message(message))
+
+
+def lead_import(body: dict[str, Any], context: Any) -> None:
+    """Run (or continue) a CSV import job until the file ends or the invocation's time runs short."""
+    result = run_import(
+        uuid.UUID(str(body["jobId"])),
+        worker=context.aws_request_id,
+        remaining_ms=context.get_remaining_time_in_millis,
+    )
+    logger.info("lead import run", extra={"jobId": str(body["jobId"]), "result": result.value})
+
+
+def count(result: Ingested) -> None:
+    metrics.add_metric(name=f"Ingestion.{result.channel}.{result.outcome.value}", unit=MetricUnit.Count, value=1)
+    if result.outcome in DROPPED:
+        logger.warning("webhook event dropped", extra=result.log_fields())
+    else:
+        logger.info("webhook event ingested", extra=result.log_fields())
+
+
+def flush_metrics() -> None:
+    """Publish what this invocation counted (EMF on stdout); a batch that counted nothing publishes nothing."""
+    if metrics.metric_set:
+        metrics.flush_metrics()

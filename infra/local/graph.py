@@ -1,0 +1,80 @@
+"""Meta Graph's lead endpoint, on this machine: what the Meta processor reads a leadgen id from.
+
+`POST /_local/graph/leads` registers a test lead (the body is the lead as Graph returns it: `id`,
+`field_data`, `ad_id`, `form_id`, `campaign_name`, `platform`, ...); `GET /_local/graph/<leadgen id>` answers
+it as Graph would, to a request with a bearer token. The local stack points META_GRAPH_BASE_URL here; the
+tests serve the same registry from a server of their own.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+# Graph's own error shapes: code 190 for a bad token, 100 for an id that is not an object it can read.
+NO_TOKEN = {"error": {"message": "An access token is required.", "type": "OAuthException", "code": 190}}
+NO_SUCH_LEAD = {
+    "error": {"message": "Unsupported get request. Object does not exist.", "type": "GraphMethodException", "code": 100}
+}
+
+
+class LocalGraph:
+    def __init__(self) -> None:
+        self._leads: dict[str, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self.requests: list[tuple[str, str | None]] = []  # (leadgen id, token) of every read, oldest first
+
+    def register(self, lead: dict[str, Any]) -> str | None:
+        """Keep a lead to answer later; None when it has no string `id`."""
+        lead_id = lead.get("id")
+        if not isinstance(lead_id, str) or not lead_id:
+            return None
+        with self._lock:
+            self._leads[lead_id] = dict(lead)
+        return lead_id
+
+    def read(self, leadgen_id: str, authorization: str | None) -> tuple[int, dict[str, Any]]:
+        """(status, body) as Graph answers `GET /<leadgen id>`."""
+        token = authorization[7:] if authorization and authorization.lower().startswith("bearer ") else None
+        with self._lock:
+            self.requests.append((leadgen_id, token))
+            lead = self._leads.get(leadgen_id)
+        if not token:
+            return 401, NO_TOKEN
+        if lead is None:
+            return 400, NO_SUCH_LEAD
+        return 200, lead
+
+
+@contextmanager
+def serve(graph: LocalGraph) -> Iterator[str]:
+    """Serves `graph` on 127.0.0.1 as the Graph API (outside the local stack); yields a META_GRAPH_BASE_URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            leadgen_id = urlsplit(self.path).path.rsplit("/", 1)[-1]
+            status, body = graph.read(leadgen_id, self.headers.get("authorization"))
+            payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v21.0"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,90 @@
+"""Lead ingestion's infrastructure: connection secrets under one prefix, the CSV imports bucket, and who may
+queue ingestion work."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match, Template
+
+
+def _statements_of(resources: dict[str, Any], function_id: str) -> list[dict[str, Any]]:
+    role = resources[function_id]["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = []
+    for resource in resources.values():
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role} in resource["Properties"]["Roles"]:
+            statements.extend(resource["Properties"]["PolicyDocument"]["Statement"])
+    return statements
+
+
+def _actions(statement: dict[str, Any]) -> set[str]:
+    action = statement["Action"]
+    return {action} if isinstance(action, str) else set(action)
+
+
+def test_the_api_manages_connection_secrets_only_under_the_integrations_prefix(resources, function_ids):
+    statements = [
+        s
+        for s in _statements_of(resources, function_ids["api"])
+        if "secret:leadcrm/integrations/*" in json.dumps(s["Resource"])
+    ]
+    assert len(statements) == 1
+    assert _actions(statements[0]) == {
+        "secretsmanager:CreateSecret",
+        "secretsmanager:PutSecretValue",
+        "secretsmanager:DeleteSecret",
+    }
+    assert "secret:leadcrm/integrations/*" in json.dumps(statements[0]["Resource"])
+
+
+def test_ingestion_reads_connection_secrets_and_nothing_else_of_them(resources, function_ids):
+    statements = [
+        s
+        for s in _statements_of(resources, function_ids["ingestion"])
+        if "secret:leadcrm/integrations/*" in json.dumps(s["Resource"])
+    ]
+    assert [_actions(s) for s in statements] == [{"secretsmanager:GetSecretValue"}]
+
+
+def test_the_webhook_receiver_cannot_touch_connection_secrets(resources, function_ids):
+    assert not any(
+        "leadcrm/integrations" in json.dumps(s["Resource"]) for s in _statements_of(resources, function_ids["webhooks"])
+    )
+
+
+def test_the_imports_bucket_is_private_encrypted_expiring_and_accepts_puts_from_the_dashboard(template: Template):
+    template.has_resource_properties(
+        "AWS::S3::Bucket",
+        {
+            "BucketEncryption": Match.any_value(),
+            "PublicAccessBlockConfiguration": {
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
+            },
+            "LifecycleConfiguration": {
+                "Rules": Match.array_with(
+                    [Match.object_like({"Prefix": "imports/", "ExpirationInDays": 7, "Status": "Enabled"})]
+                )
+            },
+            "CorsConfiguration": {
+                "CorsRules": [Match.object_like({"AllowedMethods": ["PUT"], "AllowedHeaders": ["content-type"]})]
+            },
+        },
+    )
+
+
+def test_the_api_and_ingestion_know_the_imports_bucket_and_the_secret_prefix(resources, function_ids):
+    for name in ("api", "ingestion"):
+        variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
+        assert variables["INTEGRATION_SECRET_PREFIX"] == "leadcrm/integrations/"
+        assert "Ref" in variables["LEAD_IMPORTS_BUCKET"]
+
+
+def test_the_api_and_ingestion_may_queue_ingestion_work(resources, function_ids):
+    for name in ("api", "ingestion", "webhooks"):
+        variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
+        assert "INGESTION_QUEUE_URL" in variables
+        assert any("sqs:SendMessage" in _actions(s) for s in _statements_of(resources, function_ids[name]))
