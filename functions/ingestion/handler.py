@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from ingestion import processors
+from leadcrm.services.inbound_email import receive_from_s3
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -43,8 +44,9 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     body = json.loads(record.body)
     summary = describe(body)
     logger.info("ingestion message received", extra={"messageId": record.message_id, **summary})
-    process = PROCESSORS.get(summary["kind"])
-    if process is not None:
+    if summary["kind"] == "email.inbound":
+        receive_from_s3(summary["bucket"], summary["key"])
+    elif (process := PROCESSORS.get(summary["kind"])) is not None:
         process(body, lambda_context)
     return summary
 

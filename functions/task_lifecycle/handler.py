@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from leadcrm.db.uow import UnitOfWork
+from leadcrm.services.bulk_email import run_bulk_email
 from leadcrm.services.deal_rotting import run_rotting_sweep
 from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
@@ -31,6 +32,7 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "daily_digest": run_daily_digest,
     "deal_rotting_sweep": run_rotting_sweep,
     "ticket_sweep": run_ticket_sweep,
+    "bulk_email": run_bulk_email,
 }
 
 

@@ -3,6 +3,7 @@
 (Named ``leadcrm_constructs`` because ``constructs`` is the CDK base library itself.)
 """
 
+from infra.leadcrm_constructs.conversations import Conversations
 from infra.leadcrm_constructs.core_layer import CoreLayer
 from infra.leadcrm_constructs.database import Database
 from infra.leadcrm_constructs.dependencies_layer import DependenciesLayer
@@ -20,6 +21,7 @@ from infra.leadcrm_constructs.webhook_ingress import WebhookIngress
 
 __all__ = [
     "ApiSettings",
+    "Conversations",
     "CoreLayer",
     "Database",
     "DependenciesLayer",

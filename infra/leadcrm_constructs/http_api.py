@@ -137,6 +137,13 @@ class LeadCrmApi(Construct):
                 integration=integration,
                 authorizer=apigwv2.HttpNoneAuthorizer(),
             ),
+            # Bulk mail's unsubscribe page and its RFC 8058 one-click POST: signed tokens, no account.
+            *self.http_api.add_routes(
+                path="/unsubscribe/{token}",
+                methods=[apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST],
+                integration=integration,
+                authorizer=apigwv2.HttpNoneAuthorizer(),
+            ),
             *self.http_api.add_routes(
                 path=SURVEY_PATH,
                 methods=[apigwv2.HttpMethod.GET, apigwv2.HttpMethod.POST],
@@ -157,8 +164,9 @@ class LeadCrmApi(Construct):
                     {
                         "id": "AwsSolutions-APIG4",
                         "reason": "Public by design: lead capture from anonymous web forms (answers the same "
-                        "body whatever happened, idempotent, stage-throttled), the OpenAPI document, and the ticket "
-                        "survey (its unguessable mailed token is the credential; one answer per ticket).",
+                        "body whatever happened, idempotent, stage-throttled), the signed-token unsubscribe "
+                        "route of bulk mail, the OpenAPI document, and the ticket survey (its unguessable "
+                        "mailed token is the credential; one answer per ticket).",
                     }
                 ],
                 apply_to_children=True,

@@ -13,9 +13,12 @@ from aws_cdk import aws_scheduler_targets as scheduler_targets
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
+from infra.leadcrm_constructs.ses_grants import grant_send_email
+
 OUTBOX_RELAY_JOB = "outbox_relay"
 RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
+BULK_EMAIL_JOB = "bulk_email"
 DEAL_ROTTING_SWEEP_JOB = "deal_rotting_sweep"
 TICKET_SWEEP_JOB = "ticket_sweep"
 
@@ -68,28 +71,17 @@ class Schedules(Construct):
             every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
             description="Escalate tickets near an SLA breach, record breaches, auto-close, send ticket mails",
         )
-        # The digest sends through SES v2 SendEmail from the MAIL_FROM identity (a verified domain or
-        # address of this account and region; which one is a deployment choice, so any identity of it).
-        stack = Stack.of(self)
-        task_lifecycle.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["ses:SendEmail"],
-                resources=[stack.format_arn(service="ses", resource="identity", resource_name="*")],
-            )
+        self.bulk_email = self._job(
+            "BulkEmail",
+            job=BULK_EMAIL_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+            description="Send pending bulk email recipients within the SES sending rate",
         )
-        NagSuppressions.add_resource_suppressions(
+        # The digest and bulk email send through SES v2 SendEmail from the MAIL_FROM identity.
+        grant_send_email(
             task_lifecycle,
-            [
-                {
-                    "id": "AwsSolutions-IAM5",
-                    "reason": "ses:SendEmail on the SES identities of this account and region: the sending "
-                    "identity (MAIL_FROM) is chosen per deployment; no other SES action is granted.",
-                    "applies_to": [
-                        {"regex": "/^Resource::arn:<AWS::Partition>:ses:<AWS::Region>:<AWS::AccountId>:identity/\\*$/"}
-                    ],
-                }
-            ],
-            apply_to_children=True,
+            "ses:SendEmail on the SES identities of this account and region: the sending identity (MAIL_FROM) "
+            "is chosen per deployment; no other SES action is granted.",
         )
 
         # after the jobs: their grants create the role's policy, and suppressions reach existing children only

@@ -16,7 +16,7 @@ from infra.local.aws import ACCOUNT
 
 TEXT_TYPES = ("application/json", "text/", "application/x-www-form-urlencoded", "application/xml")
 # Routes API Gateway serves without the JWT authorizer (see infra's api construct).
-PUBLIC_API_PREFIXES = ("/openapi.json", "/leads/organization/", "/public/ticket-surveys/")
+PUBLIC_API_PREFIXES = ("/openapi.json", "/leads/organization/", "/public/ticket-surveys/", "/unsubscribe/")
 
 
 def http_api_event(

@@ -29,6 +29,7 @@ JOB_RATES_SECONDS = {
     "daily_digest": 900,
     "deal_rotting_sweep": 3600,
     "ticket_sweep": 60,
+    "bulk_email": 60,
 }
 ROLES = ("owner", "admin", "coach", "member")
 GRAPH_PREFIX = "/_local/graph/"
@@ -71,6 +72,7 @@ class LocalStack:
         os.environ.setdefault("META_VERIFY_TOKEN", LOCAL_META_VERIFY_TOKEN)
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ["EVENT_BUS_NAME"] = aws.EVENT_BUS
+        os.environ.setdefault("INBOUND_EMAIL_DOMAIN", aws.MAIL_DOMAIN)
         self.resources = aws.provision()
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
         os.environ["LEAD_IMPORTS_BUCKET"] = aws.IMPORTS_BUCKET
@@ -90,6 +92,8 @@ class LocalStack:
         # Graph is this server's /_local/graph (read by the functions only after the server is up).
         os.environ.setdefault("META_GRAPH_BASE_URL", f"http://127.0.0.1:{self.port}/_local/graph")
         os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
+        # Links in mail (the bulk unsubscribe link) point back at this server.
+        os.environ.setdefault("PUBLIC_API_URL", f"http://127.0.0.1:{self.port}")
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)

@@ -9,6 +9,7 @@ from constructs import Construct
 
 from infra.config import LeadCrmConfig
 from infra.leadcrm_constructs import (
+    Conversations,
     CoreLayer,
     Database,
     DependenciesLayer,
@@ -77,9 +78,17 @@ class LeadCrmStack(Stack):
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
-        # Tickets: the support address is support+<token>@<inbound domain>; survey links point at the API.
-        for function in (functions.api, functions.ingestion, functions.task_lifecycle):
-            function.add_environment("INBOUND_DOMAIN", config.inbound_domain)
+        Conversations(
+            self,
+            "Conversations",
+            inbound_domain=config.inbound_domain,
+            mail_from=config.mail_from,
+            api=functions.api,
+            readers=[functions.ingestion],
+            bulk_sender=functions.task_lifecycle,
+            public_api_url=api.url,
+        )
+        # Ticket survey links point at the API (the support address shares the inbound domain above).
         functions.task_lifecycle.add_environment("TICKET_SURVEY_URL", f"{api.url}public/ticket-surveys/")
         webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
         LeadIngestion(

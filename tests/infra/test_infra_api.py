@@ -13,6 +13,9 @@ PUBLIC_ROUTES = [
     "GET /openapi.json",
     "GET /public/ticket-surveys/{token}",
     "POST /public/ticket-surveys/{token}",
+    # bulk mail's unsubscribe page and its one-click POST (a signed token, no account)
+    "GET /unsubscribe/{token}",
+    "POST /unsubscribe/{token}",
 ]
 
 

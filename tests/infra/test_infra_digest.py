@@ -16,10 +16,12 @@ def test_the_daily_digest_runs_every_15_minutes(resources: dict[str, Any]) -> No
     assert schedule["ScheduleExpression"] == "rate(15 minutes)"
 
 
-def test_only_task_lifecycle_may_send_mail(policy_actions: dict[str, set[str]]) -> None:
+def test_only_task_lifecycle_and_the_api_may_send_mail(policy_actions: dict[str, set[str]]) -> None:
+    # task_lifecycle: the digest and bulk email; the API: conversation mail (issue 7).
     senders = {name for name, actions in policy_actions.items() if any(a.startswith("ses:") for a in actions)}
-    assert senders == {"task_lifecycle"}
-    assert {a for a in policy_actions["task_lifecycle"] if a.startswith("ses:")} == {"ses:SendEmail"}
+    assert senders == {"task_lifecycle", "api"}
+    for sender in senders:
+        assert {a for a in policy_actions[sender] if a.startswith("ses:")} == {"ses:SendEmail"}
 
 
 def test_the_digest_sender_comes_from_the_mail_from_context_value(

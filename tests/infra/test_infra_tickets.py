@@ -20,7 +20,7 @@ def test_the_functions_that_name_or_read_support_addresses_know_the_inbound_doma
     resources: dict[str, Any], function_ids: dict[str, str]
 ) -> None:
     domains = {
-        name: resources[function_ids[name]]["Properties"]["Environment"]["Variables"].get("INBOUND_DOMAIN")
+        name: resources[function_ids[name]]["Properties"]["Environment"]["Variables"].get("INBOUND_EMAIL_DOMAIN")
         for name in ("api", "ingestion", "task_lifecycle")
     }
     assert len(set(domains.values())) == 1 and None not in domains.values()

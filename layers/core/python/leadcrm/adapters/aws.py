@@ -34,6 +34,17 @@ def client(service: str) -> Any:
         return _clients[service]
 
 
+def error_code(error: BaseException) -> str:
+    """The AWS error code of a botocore ClientError ("MessageRejected", "NoSuchKey", …), else the class name:
+    what a log line and a stored failure say, without the message's details."""
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        code = response.get("Error", {}).get("Code")
+        if code:
+            return str(code)
+    return type(error).__name__
+
+
 def reset_clients() -> None:
     """Drop cached clients (tests switch endpoints between runs)."""
     with _lock:

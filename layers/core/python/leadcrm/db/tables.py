@@ -112,6 +112,9 @@ memberships = Table(
     Column("role", Text, nullable=False),
     Column("status", Text, nullable=False, server_default="active"),
     Column("source_lead_id", Uuid, ForeignKey("leads.id", ondelete="SET NULL", use_alter=True)),
+    # The member's notification preferences, e.g. {"newMessage": {"email": false}}; a missing row or key
+    # means enabled (conversations gate member email only on an explicit opt-out).
+    Column("notification_prefs", JSONB),
     created_at_column(),
     updated_at_column(),
     Column("deleted_at", DateTime(timezone=True)),
@@ -204,8 +207,8 @@ leads = Table(
     Column("last_contact_attempt_at", DateTime(timezone=True)),
     Column("last_contacted_at", DateTime(timezone=True)),
     Column("first_human_response_at", DateTime(timezone=True)),
-    # Conversations (a later issue) stamp the last message in and out; the work queue's inbound_unanswered
-    # reason and the urgent prompt read them (the lead wrote last). Nothing writes them yet.
+    # Conversations stamp the last message in and out (services.conversations, services.inbound_email); the
+    # work queue's inbound_unanswered reason and the urgent prompt read them (the lead wrote last).
     Column("last_inbound_at", DateTime(timezone=True)),
     Column("last_outbound_at", DateTime(timezone=True)),
     created_at_column(),
@@ -506,7 +509,8 @@ tasks = Table(
 CONSENT_CHANNELS = ("email", "sms", "whatsapp", "call")
 CONSENT_STATUSES = ("granted", "revoked")
 
-# A lead's consent per channel (services.consent). No row: nothing was said, the channel is allowed.
+# A lead's current consent per channel (services.consent), kept in step with the append-only ledger
+# lead_consent_events. No row: nothing was said, the channel is allowed.
 lead_consents = Table(
     "lead_consents",
     metadata,
@@ -516,6 +520,7 @@ lead_consents = Table(
     Column("channel", Text, nullable=False),
     Column("status", Text, nullable=False),
     Column("source", Text, nullable=False),
+    Column("legal_basis", Text),
     updated_at_column(),
     CheckConstraint(one_of("channel", CONSENT_CHANNELS), name="channel"),
     CheckConstraint(one_of("status", CONSENT_STATUSES), name="status"),

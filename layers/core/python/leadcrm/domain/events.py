@@ -12,6 +12,8 @@ from leadcrm.ids import uuid7
 LEAD_CREATED = "lead.created"
 LEAD_STATUS_CHANGED = "lead.status_changed"
 MEMBERSHIP_ACTIVATED = "membership.activated"
+# A contact's message was recorded in a thread: {organizationId, conversationId, leadId|null, messageId, channel}.
+CONVERSATION_INBOUND_RECEIVED = "conversation.inbound_received"
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,7 @@ from leadcrm.domain.attribution import (
     touch_kind,
     utm_from_received,
 )
+from leadcrm.domain.events import CONVERSATION_INBOUND_RECEIVED as CONVERSATION_INBOUND_RECEIVED
 from leadcrm.errors import BadRequest, Conflict, NotFound, Unprocessable
 from leadcrm.ids import parse_uuid, uuid7
 from leadcrm.services.activity import record_activity
@@ -70,7 +71,6 @@ from leadcrm.services.campaigns import require_attachable_campaign
 logger = logging.getLogger(__name__)
 
 ATTRIBUTION_CORRECTED = "attribution_corrected"
-CONVERSATION_INBOUND_RECEIVED = "conversation.inbound_received"
 TOUCH_LOG_LIMIT = 200
 IMPORT_SOURCE = "import"  # the source a CSV import gives its leads (services.lead_imports)
 # A customer's path counts at most this many later touches (its oldest) besides the first.

@@ -33,6 +33,7 @@ from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.adapters import ses
+from leadcrm.adapters.aws import error_code
 from leadcrm.db.tables import memberships, organizations, staff_digest_deliveries, users
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.access import LEAD_MANAGEMENT, STAFF_ROLES, MembershipStatus, enabled_features
@@ -181,7 +182,7 @@ def _send_one(
     try:
         message_id = send(claim.email, mail.subject, mail.text)
     except Exception as error:  # recorded and surfaced, never retried the same day (see the module doc)
-        code = _error_code(error)
+        code = error_code(error)
         logger.warning(
             "digest not sent",
             extra={"organizationId": str(organization_id), "userId": str(claim.user_id), "errorCode": code},
@@ -189,15 +190,6 @@ def _send_one(
         return {"id": claim.delivery_id, "status": "failed", "error": f"{code}: {error}"[:MAX_ERROR_LENGTH]}
     logger.info("digest sent", extra={"organizationId": str(organization_id), "userId": str(claim.user_id)})
     return {"id": claim.delivery_id, "status": "sent", "provider_message_id": message_id}
-
-
-def _error_code(error: Exception) -> str:
-    response = getattr(error, "response", None)
-    if isinstance(response, dict):
-        code = response.get("Error", {}).get("Code")
-        if code:
-            return str(code)
-    return type(error).__name__
 
 
 def _record_outcomes(outcomes: list[dict[str, Any]]) -> None:

@@ -42,12 +42,14 @@ from leadcrm.db.tables import (
     pipelines,
     users,
 )
+from leadcrm.db.tables_conversations import conversation_messages, conversations
 from leadcrm.domain.access import Actor
 from leadcrm.domain.lead_list import ArchivedFilter, AssignedToFilter, LeadListFilters, LeadSort, ListCursor, SortOrder
 from leadcrm.errors import NotFound
+from leadcrm.services.lead_moves import id_list
 from leadcrm.services.leads import LEAD_COLUMNS
 
-# The spec's unified timeline keeps the last 100 entries (status flips, activity, later inbox messages).
+# The spec's unified timeline keeps the last 100 entries (status flips, activity, inbox messages).
 TIMELINE_LIMIT = 100
 
 SORT_COLUMNS = {
@@ -136,8 +138,9 @@ def _lead_statement() -> Select:
 
 
 def _timeline_statement() -> Select:
-    """Status flips and activity entries merged newest first (at most TIMELINE_LIMIT), with the actor's and
-    the stages' display names resolved in SQL. Inbox messages join this union once conversations exist."""
+    """Status flips, activity entries and the lead's conversation messages (sent, failed, received, notes)
+    merged newest first (at most TIMELINE_LIMIT), with the actor's and the stages' display names resolved
+    in SQL."""
     status_rows = (
         select(
             lead_status_events.c.id,
@@ -174,7 +177,36 @@ def _timeline_statement() -> Select:
         .order_by(lead_activity_events.c.occurred_at.desc(), lead_activity_events.c.id.desc())
         .limit(TIMELINE_LIMIT)
     )
-    merged = union_all(status_rows, activity_rows).subquery("entries")
+    message_payload = func.jsonb_build_object(
+        "conversationId", conversation_messages.c.conversation_id,
+        "channel", conversation_messages.c.channel,
+        "direction", conversation_messages.c.direction,
+        "status", conversation_messages.c.status,
+        "subject", conversation_messages.c.subject,
+        "preview", func.left(conversation_messages.c.body, 200),
+    )  # fmt: skip
+    message_rows = (
+        select(
+            conversation_messages.c.id,
+            literal("message").label("kind"),
+            (literal("message_") + conversation_messages.c.direction).label("type"),
+            conversation_messages.c.created_at.label("at"),
+            conversation_messages.c.author_user_id.label("actor_user_id"),
+            null().label("from_status"),
+            null().label("to_status"),
+            null().label("from_stage_id"),
+            null().label("to_stage_id"),
+            null().label("reason"),
+            message_payload.label("payload"),
+        )
+        .select_from(
+            conversation_messages.join(conversations, conversations.c.id == conversation_messages.c.conversation_id)
+        )
+        .where(conversations.c.organization_id == _ORGANIZATION_ID, conversations.c.lead_id == _LEAD_ID)
+        .order_by(conversation_messages.c.created_at.desc(), conversation_messages.c.id.desc())
+        .limit(TIMELINE_LIMIT)
+    )
+    merged = union_all(status_rows, activity_rows, message_rows).subquery("entries")
     actor = users.alias("actor")
     from_stage = pipeline_stages.alias("from_stage")
     to_stage = pipeline_stages.alias("to_stage")
@@ -352,3 +384,33 @@ def _filter_conditions(actor: Actor, filters: LeadListFilters) -> list[ColumnEle
         ]
         conditions.append(or_(*matches))
     return conditions
+
+
+def matching_lead_ids(
+    actor: Actor,
+    filters: LeadListFilters,
+    *,
+    lead_ids: tuple[uuid.UUID, ...] = (),
+    exclude_tag_ids: tuple[uuid.UUID, ...] = (),
+) -> Select:
+    """Every lead the list would show for `filters` (all pages, unsorted: a bulk audience), optionally
+    narrowed to `lead_ids` and without leads having any of `exclude_tag_ids`. One column, `id`."""
+    organization_id = actor.organization_id
+    conditions = [leads.c.organization_id == organization_id, *_filter_conditions(actor, filters)]
+    if lead_ids:
+        conditions.append(leads.c.id == func.any(id_list("audience_lead_ids", lead_ids)))
+    if exclude_tag_ids:
+        conditions.append(
+            ~exists().where(
+                lead_tag_assignments.c.organization_id == organization_id,
+                lead_tag_assignments.c.lead_id == leads.c.id,
+                lead_tag_assignments.c.tag_id.in_(exclude_tag_ids),
+            )
+        )
+    if filters.pipeline_id is None:
+        return select(leads.c.id).where(*conditions)
+    primary, secondary = _pipeline_branches(organization_id, filters.pipeline_id, filters.stage_ids)
+    return union_all(
+        primary.with_only_columns(leads.c.id).where(*conditions),
+        secondary.with_only_columns(leads.c.id).where(*conditions),
+    )

@@ -7,7 +7,6 @@ made on first use (INSERT … ON CONFLICT DO NOTHING), with the defaults below a
 
 from __future__ import annotations
 
-import os
 import uuid
 from dataclasses import dataclass
 from datetime import date, timedelta
@@ -30,6 +29,7 @@ from leadcrm.domain.ticket_routing import Priority, RoutingRule, normalize_keywo
 from leadcrm.domain.ticket_sla import BusinessCalendar, CalendarError, calendar_from_settings
 from leadcrm.errors import BadRequest, NotFound
 from leadcrm.ids import uuid7
+from leadcrm.services import mail_keys
 from leadcrm.services.ownership import require_assignable_staff
 
 DEFAULT_BUSINESS_HOURS = {day: [["09:00", "17:00"]] for day in ("mon", "tue", "wed", "thu", "fri")}
@@ -40,12 +40,11 @@ DEFAULT_TARGETS: dict[Priority, tuple[int, int]] = {
     Priority.NORMAL: (4 * 60, 3 * 8 * 60),
     Priority.LOW: (8 * 60, 5 * 8 * 60),
 }
-LOCAL_INBOUND_DOMAIN = "mail.leadcrm.local"
 
 
 def inbound_domain() -> str:
-    """The domain SES receives mail for (INBOUND_DOMAIN; the local stack's identity by default)."""
-    return os.environ.get("INBOUND_DOMAIN") or LOCAL_INBOUND_DOMAIN
+    """The domain SES receives mail for: support addresses share it with signed reply addresses."""
+    return mail_keys.inbound_domain()
 
 
 # -- settings and the SLA context ------------------------------------------------------------------------------

@@ -99,7 +99,7 @@ def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -
     follow_ups.apply_touch(conn, actor, state, follow_up_plan, touch.follow_up)
 
     if touch.outcome is CallOutcome.DNC:
-        consent.revoke_all(conn, actor.organization_id, lead_id, source=DNC_CONSENT_SOURCE)
+        consent.revoke_all(conn, actor.organization_id, lead_id, source=DNC_CONSENT_SOURCE, actor_user_id=actor.user_id)
 
     lead = _stamp(conn, actor, lead_id, touch, human)
     record_activity(
