@@ -55,6 +55,15 @@ def test_from_after_to_is_refused_with_invalid_period():
     assert refused.value.code == "INVALID_PERIOD"
 
 
+@pytest.mark.parametrize("day", [date(1, 1, 1), date(1899, 12, 31), date(3000, 1, 1), date(9999, 12, 31)])
+def test_a_day_at_the_edge_of_the_calendar_is_refused_with_invalid_period(day):
+    with pytest.raises(BadRequest) as refused:
+        period_of(day, None, "Pacific/Kiritimati")
+    assert refused.value.code == "INVALID_PERIOD"
+    with pytest.raises(BadRequest):
+        period_of(None, day, "America/Los_Angeles")
+
+
 def test_from_equal_to_to_is_one_day():
     period = period_of(date(2026, 2, 1), date(2026, 2, 1), "UTC")
     assert period.ends_at - period.starts_at == timedelta(days=1)
