@@ -1,7 +1,8 @@
 """`make bench-ingestion` (python -m bench.ingestion): ingestion throughput against raw INSERT baselines.
 
-- Meta: BENCH_META_LEADS (default 10,000) leadgen deliveries through `ingestion.handler.lambda_handler` in SQS
-  batches of 10 (routing, the Graph read from a local stand-in over HTTP, the shared create with dedup, the
+- Meta: BENCH_META_LEADS (default 10,000) fetched Lead Ads leads (`meta.lead`, as graph_fetch queues them
+  after its Graph read, which happens outside the VPC and touches no database) through
+  `ingestion.handler.lambda_handler` in SQS batches of 10 (routing, the shared create with dedup, the
   campaign hook, the attribution, the auto-task, the outbox), against a loop of single-row INSERTs of the same
   leads on the same database, each in its own transaction. Target: >= 25 % of the raw loop's rate.
 - CSV: a BENCH_CSV_ROWS (default 100,000) row file in S3 imported by the handler's `lead_import` message,
@@ -162,9 +163,9 @@ def _sqs_batches(bodies: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 def bench_meta(count: int) -> dict[str, Any]:
-    from infra.local.graph import LocalGraph, serve
     from ingestion.handler import lambda_handler
     from leadcrm.db.uow import UnitOfWork
+    from leadcrm.domain.ingestion import LeadgenChange, fetched_lead_payload
     from leadcrm.services.integrations import connect
 
     run = uuid.uuid4().hex[:8]
@@ -172,47 +173,30 @@ def bench_meta(count: int) -> dict[str, Any]:
     page_id = str(uuid.uuid4().int)[:15]
     with UnitOfWork() as uow:
         connect(uow, actor, "meta_lead_ads", page_id, "bench-page-token", "Bench page")
-    graph, bodies = LocalGraph(), []
+    bodies = []
     people = [_person(i, run) for i in range(count)]
     for i, (name, email, phone) in enumerate(people):
         leadgen_id = f"{run}{i:09d}"
-        graph.register(
-            {
-                "id": leadgen_id,
-                "field_data": [
-                    {"name": "full_name", "values": [name]},
-                    {"name": "email", "values": [email]},
-                    {"name": "phone_number", "values": [phone]},
-                    {"name": "what_is_your_goal?", "values": ["Run a 10k"]},
-                ],
-                "form_id": f"form{i % 20}",
-                "ad_id": f"ad{i % 50}",
-                "campaign_name": f"Campaign {i % 20}",
-                "platform": "ig" if i % 3 == 0 else "fb",
-            }
-        )
-        bodies.append(
-            {
-                "kind": "meta.leadgen",
-                "payload": {
-                    "object": "page",
-                    "entry": [
-                        {
-                            "id": page_id,
-                            "changes": [{"field": "leadgen", "value": {"leadgen_id": leadgen_id, "page_id": page_id}}],
-                        }
-                    ],
-                },
-            }
-        )
+        lead = {
+            "id": leadgen_id,
+            "field_data": [
+                {"name": "full_name", "values": [name]},
+                {"name": "email", "values": [email]},
+                {"name": "phone_number", "values": [phone]},
+                {"name": "what_is_your_goal?", "values": ["Run a 10k"]},
+            ],
+            "form_id": f"form{i % 20}",
+            "ad_id": f"ad{i % 50}",
+            "campaign_name": f"Campaign {i % 20}",
+            "platform": "ig" if i % 3 == 0 else "fb",
+        }
+        bodies.append({"kind": "meta.lead", "payload": fetched_lead_payload(LeadgenChange(page_id, leadgen_id), lead)})
     failures = 0
-    with serve(graph) as base_url:
-        os.environ["META_GRAPH_BASE_URL"] = base_url
-        started = time.perf_counter()
-        with contextlib.redirect_stdout(io.StringIO()):  # the metrics documents (EMF) the handler prints
-            for event in _sqs_batches(bodies):
-                failures += len(lambda_handler(event, _context("ingestion"))["batchItemFailures"])
-        handler_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):  # the metrics documents (EMF) the handler prints
+        for event in _sqs_batches(bodies):
+            failures += len(lambda_handler(event, _context("ingestion"))["batchItemFailures"])
+    handler_seconds = time.perf_counter() - started
     created = _count_leads(actor.organization_id)
     baseline_actor, baseline_placement = _organization(f"Bench Meta baseline {run}")
     raw_seconds = _raw_single_row_inserts(baseline_placement, baseline_actor.organization_id, people)

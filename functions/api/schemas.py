@@ -104,6 +104,10 @@ class Lead(OutModel):
     return_count: int = 0
     last_contacted_at: datetime | None = None
     first_human_response_at: datetime | None = None
+    # Qualification, beside the pipeline stage (see GET …/leads/{leadId}/qualification).
+    score: int | None = None
+    score_model_version: int | None = None
+    qualification_state: str | None = None
     status_changed_at: datetime
     created_at: datetime
     updated_at: datetime

@@ -22,6 +22,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 # Message kind -> what processes it (the body, the Lambda context). A kind without an entry is logged only.
 PROCESSORS: dict[str, Callable[[dict[str, Any], Any], None]] = {
+    "meta.lead": processors.meta_lead,
     "meta.leadgen": processors.meta_leadgen,
     "whatsapp": processors.whatsapp,
     "lead_import": processors.lead_import,

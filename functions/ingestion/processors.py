@@ -13,32 +13,25 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from leadcrm.adapters.meta_graph import GraphError
-from leadcrm.domain.ingestion import leadgen_changes, whatsapp_messages
+from leadcrm.adapters.ingestion_queue import forward_to_graph_fetch
+from leadcrm.domain.ingestion import fetched_lead_from_payload, whatsapp_messages
 from leadcrm.services.lead_imports import run_import
-from leadcrm.services.webhook_leads import DROPPED, Ingested, ingest_leadgen, ingest_whatsapp_message
+from leadcrm.services.webhook_leads import DROPPED, Ingested, ingest_meta_lead, ingest_whatsapp_message
 
 logger = Logger(service="leadcrm")
 metrics = Metrics(namespace="LeadCRM", service="leadcrm")
 
 
+def meta_lead(body: dict[str, Any], context: Any) -> None:
+    """G6: a Lead Ads lead the graph_fetch function read from Graph (this function never calls Graph)."""
+    count(ingest_meta_lead(fetched_lead_from_payload(body.get("payload") or {})))
+
+
 def meta_leadgen(body: dict[str, Any], context: Any) -> None:
-    """G6: every leadgen change of a page webhook (Meta batches them)."""
-    for change in leadgen_changes(body.get("payload") or {}):
-        try:
-            result = ingest_leadgen(change)
-        except GraphError as error:  # retried, then parked in the DLQ: say why, in ids and Graph's codes
-            logger.warning(
-                "Graph could not give the lead",
-                extra={
-                    "leadgenId": change.leadgen_id,
-                    "pageId": change.page_id,
-                    "status": error.status,
-                    "code": error.code,
-                },
-            )
-            raise
-        count(result)
+    """A raw leadgen webhook on this queue (enqueued before graph_fetch existed, or redriven from this DLQ):
+    handed on to the graph-fetch queue, which reads the leads from Graph and sends them back here."""
+    message_id = forward_to_graph_fetch(body)
+    logger.info("leadgen webhook forwarded to graph-fetch", extra={"forwardedMessageId": message_id})
 
 
 def whatsapp(body: dict[str, Any], context: Any) -> None:

@@ -19,8 +19,11 @@ from leadcrm.services.bulk_email import run_bulk_email
 from leadcrm.services.deal_rotting import run_rotting_sweep
 from leadcrm.services.digest import run_daily_digest
 from leadcrm.services.lifecycle import handle_event
+from leadcrm.services.merges import purge_expired_snapshots
 from leadcrm.services.outbox import relay_unpublished
+from leadcrm.services.qualification import run_nurture_reevaluation
 from leadcrm.services.rate_limits import delete_expired_counters
+from leadcrm.services.scoring import run_rescore_job
 from leadcrm.services.ticket_sweep import run_ticket_sweep
 
 logger = Logger(service="leadcrm")
@@ -30,6 +33,9 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "outbox_relay": relay_unpublished,
     "rate_limit_cleanup": delete_expired_counters,
     "daily_digest": run_daily_digest,
+    "rescore_leads": run_rescore_job,
+    "nurture_reevaluation": run_nurture_reevaluation,
+    "merge_snapshot_purge": purge_expired_snapshots,
     "deal_rotting_sweep": run_rotting_sweep,
     "ticket_sweep": run_ticket_sweep,
     "bulk_email": run_bulk_email,

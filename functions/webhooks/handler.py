@@ -21,6 +21,9 @@ logger = Logger(service="leadcrm")
 
 # Function URL path -> the ingestion job that will process it.
 ROUTES = {"/webhooks/meta/leadgen": "meta.leadgen", "/webhooks/whatsapp": "whatsapp"}
+# Where each kind is queued: a leadgen names a lead that must first be read from Graph, which only the
+# graph_fetch function (outside the VPC) can reach; everything else goes straight to ingestion.
+QUEUE_URL_VARIABLES = {"meta.leadgen": "GRAPH_FETCH_QUEUE_URL"}
 
 
 def _respond(status: int, body: dict[str, Any] | str) -> dict[str, Any]:
@@ -43,7 +46,7 @@ def _enqueue(kind: str, payload: Any) -> str:
 
     message = {"kind": kind, "receivedAt": datetime.now(UTC).isoformat(), "payload": payload}
     response = client("sqs").send_message(
-        QueueUrl=os.environ["INGESTION_QUEUE_URL"],
+        QueueUrl=os.environ[QUEUE_URL_VARIABLES.get(kind, "INGESTION_QUEUE_URL")],
         MessageBody=json.dumps(message),
         MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
     )

@@ -16,6 +16,7 @@ from infra.leadcrm_constructs.messaging import Messaging, WorkQueue
 from infra.leadcrm_constructs.migrations import Migrations
 from infra.leadcrm_constructs.network import Network
 from infra.leadcrm_constructs.observability import Observability
+from infra.leadcrm_constructs.pseudonyms import PseudonymKey
 from infra.leadcrm_constructs.schedules import Schedules
 from infra.leadcrm_constructs.webhook_ingress import WebhookIngress
 
@@ -34,6 +35,7 @@ __all__ = [
     "Migrations",
     "Network",
     "Observability",
+    "PseudonymKey",
     "Schedules",
     "WebhookIngress",
     "WorkQueue",

@@ -1,4 +1,4 @@
-"""Functions: the five Lambda functions, built from one code asset rooted at ``functions/``.
+"""Functions: the six Lambda functions, built from one code asset rooted at ``functions/``.
 
 Every function gets the same runtime, architecture, layers (core, dependencies: their files do not
 overlap), tracing, log retention and Powertools settings; only the handler, size and network placement
@@ -7,10 +7,13 @@ functions: each one grants its own permissions and sets the environment variable
 resources, so a capability can be read (and later removed) in one file. The variables the code reads,
 and who sets them:
 
-- all five: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
+- all six: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
 - api, ingestion, task_lifecycle: ``DB_AUTH_MODE``, ``DB_HOST``, ``DB_PORT``, ``DB_NAME``, ``DB_USER``,
   ``DB_SECRET_ARN`` (``Database``) and ``EVENT_BUS_NAME`` (``DomainEvents``);
-- webhooks: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN`` (``WebhookIngress``);
+- webhooks: ``INGESTION_QUEUE_URL``, ``GRAPH_FETCH_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN``
+  (``WebhookIngress``);
+- graph_fetch: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``INTEGRATION_SECRET_PREFIX`` (``LeadIngestion``);
+  ``META_GRAPH_BASE_URL`` is left to its default (the Graph API);
 - migrations: the ``DB_*`` settings (``Database``, through ``Migrations``) and ``MIGRATIONS_HASH``.
 """
 
@@ -74,6 +77,17 @@ INGESTION = FunctionSpec(
     timeout=Duration.seconds(30),
     in_vpc=True,
 )
+# Outside the VPC: the ingestion function cannot reach graph.facebook.com (isolated subnets, no NAT
+# gateway), this one can. It touches no database: it reads a page's token (Secrets Manager), asks Graph
+# for the lead and queues it for ingestion. 60 s: a batch of 10 deliveries at Graph's 5 s timeout each.
+GRAPH_FETCH = FunctionSpec(
+    construct_id="GraphFetch",
+    handler="graph_fetch.handler.lambda_handler",
+    description="LeadCRM Meta Graph fetch: read Lead Ads leads from Graph, queue them for ingestion",
+    memory_size=256,
+    timeout=Duration.seconds(60),
+    in_vpc=False,
+)
 TASK_LIFECYCLE = FunctionSpec(
     construct_id="TaskLifecycle",
     handler="task_lifecycle.handler.lambda_handler",
@@ -92,11 +106,11 @@ MIGRATIONS = FunctionSpec(
     timeout=Duration.minutes(5),
     in_vpc=True,
 )
-FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, TASK_LIFECYCLE, MIGRATIONS)
+FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, GRAPH_FETCH, TASK_LIFECYCLE, MIGRATIONS)
 
 
 class LambdaFunctions(Construct):
-    """The api, webhooks, ingestion, task_lifecycle and migrations functions."""
+    """The api, webhooks, ingestion, graph_fetch, task_lifecycle and migrations functions."""
 
     def __init__(
         self,
@@ -118,6 +132,7 @@ class LambdaFunctions(Construct):
         self.api = self._function(API)
         self.webhooks = self._function(WEBHOOKS)
         self.ingestion = self._function(INGESTION)
+        self.graph_fetch = self._function(GRAPH_FETCH)
         self.task_lifecycle = self._function(TASK_LIFECYCLE)
         self.migrations = self._function(MIGRATIONS)
 
@@ -157,7 +172,7 @@ class LambdaFunctions(Construct):
     @property
     def traffic(self) -> list[lambda_.Function]:
         """Functions that serve requests and messages (what migrations must run before)."""
-        return [self.api, self.webhooks, self.ingestion, self.task_lifecycle]
+        return [self.api, self.webhooks, self.ingestion, self.graph_fetch, self.task_lifecycle]
 
     @property
     def all(self) -> list[lambda_.Function]:

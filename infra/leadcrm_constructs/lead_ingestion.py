@@ -1,8 +1,10 @@
 """Lead ingestion: where integration tokens live and where CSV imports are uploaded.
 
-- Integration tokens: one Secrets Manager secret per connection under ``leadcrm/integrations/`` (the API
-  creates, replaces and deletes them on connect/disconnect; the ingestion function reads them to call Graph).
-  The grants are scoped to that name prefix, so neither function can touch the database or Meta secrets.
+- Integration tokens: one Secrets Manager secret per connected account under ``leadcrm/integrations/``,
+  named ``<provider>/<account id>`` (the API creates, replaces and deletes them on connect/disconnect). Only
+  graph_fetch reads them, and only Meta pages' (``meta_lead_ads/*``): it calls Graph from outside the VPC.
+  The ingestion function never calls Graph and reads no token. The grants are scoped to those prefixes,
+  so no function can touch the database or Meta app secrets through them.
 - CSV imports: the dashboard PUTs the file to a presigned URL of the imports bucket (the API signs it, so
   its role holds PutObject on ``imports/``); the ingestion function streams it back (GetObject). Files are
   PII in transit: encrypted, private, TLS-only, expired after ``IMPORT_FILE_DAYS``.
@@ -18,6 +20,7 @@ from cdk_nag import NagSuppressions
 from constructs import Construct
 
 SECRET_PREFIX = "leadcrm/integrations/"
+META_PAGE_SECRETS = f"{SECRET_PREFIX}meta_lead_ads/"
 IMPORTS_PREFIX = "imports/"
 IMPORT_FILE_DAYS = 7
 
@@ -30,19 +33,45 @@ class LeadIngestion(Construct):
         *,
         api: lambda_.Function,
         ingestion: lambda_.Function,
+        graph_fetch: lambda_.Function,
         dashboard_origin: str,
     ) -> None:
         super().__init__(scope, construct_id)
 
-        secrets = f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:{SECRET_PREFIX}*"
+        secret_arns = f"arn:{Aws.PARTITION}:secretsmanager:{Aws.REGION}:{Aws.ACCOUNT_ID}:secret:"
+        secrets = f"{secret_arns}{SECRET_PREFIX}*"
         api.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["secretsmanager:CreateSecret", "secretsmanager:PutSecretValue", "secretsmanager:DeleteSecret"],
+                actions=[
+                    "secretsmanager:CreateSecret",
+                    "secretsmanager:PutSecretValue",
+                    "secretsmanager:DeleteSecret",
+                    # a connect right after a disconnect finds the name still scheduled for deletion
+                    "secretsmanager:RestoreSecret",
+                ],
                 resources=[secrets],
             )
         )
-        ingestion.add_to_role_policy(
-            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secrets])
+        graph_fetch.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["secretsmanager:GetSecretValue"], resources=[f"{secret_arns}{META_PAGE_SECRETS}*"]
+            )
+        )
+        graph_fetch.add_environment("INTEGRATION_SECRET_PREFIX", SECRET_PREFIX)
+        NagSuppressions.add_resource_suppressions(
+            graph_fetch.role,  # type: ignore[arg-type]
+            [
+                {
+                    "id": "AwsSolutions-IAM5",
+                    "reason": "A page's token secret is named after the page id, known only when a lead arrives: "
+                    "the read grant is the meta_lead_ads/ prefix of the connection secrets, nothing wider.",
+                    "applies_to": [
+                        "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
+                        f"{META_PAGE_SECRETS}*",
+                    ],
+                }
+            ],
+            apply_to_children=True,
         )
 
         self.imports_bucket = s3.Bucket(
@@ -77,15 +106,15 @@ class LeadIngestion(Construct):
         api.add_to_role_policy(iam.PolicyStatement(actions=["s3:PutObject", "s3:GetObject"], resources=[objects]))
         ingestion.add_to_role_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[objects]))
 
+        api.add_environment("INTEGRATION_SECRET_PREFIX", SECRET_PREFIX)
         for function in (api, ingestion):
-            function.add_environment("INTEGRATION_SECRET_PREFIX", SECRET_PREFIX)
             function.add_environment("LEAD_IMPORTS_BUCKET", self.imports_bucket.bucket_name)
             NagSuppressions.add_resource_suppressions(
                 function.role,  # type: ignore[arg-type]
                 [
                     {
                         "id": "AwsSolutions-IAM5",
-                        "reason": "Connection secrets are named per connection under leadcrm/integrations/ and "
+                        "reason": "Connection secrets are named per account under leadcrm/integrations/ and "
                         "import files per job under imports/: the names are made at run time, so the grants "
                         "are those prefixes (and nothing else of Secrets Manager or S3).",
                         "applies_to": [

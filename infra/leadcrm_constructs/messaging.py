@@ -2,7 +2,12 @@
 
 - ingestion queue: filled by the webhook receiver (and later by S3 events for inbound email and CSV
   imports), consumed by the ingestion function;
-- task-lifecycle queue: filled by the EventBridge rule of ``DomainEvents``, consumed by task_lifecycle.
+- task-lifecycle queue: filled by the EventBridge rule of ``DomainEvents``, consumed by task_lifecycle;
+- graph-fetch queue: Meta leadgen webhooks, filled by the webhook receiver (and by ingestion when an old
+  raw leadgen reaches it), consumed by graph_fetch outside the VPC, which reads each lead from Graph and
+  queues it on the ingestion queue. A queue of its own rather than a second consumer of the ingestion
+  queue: SQS hands a message to whichever consumer polls, so two functions cannot split one queue by kind,
+  and its own DLQ shows Graph trouble apart from ingestion's.
 
 Consumers report partial batch failures, so one bad message is retried alone and, after
 ``MAX_RECEIVE_COUNT`` receives, parked in the queue's DLQ (alarmed by ``Observability``).
@@ -57,7 +62,7 @@ class WorkQueue(Construct):
 
 
 class Messaging(Construct):
-    """The ingestion and task-lifecycle work queues."""
+    """The ingestion, task-lifecycle and graph-fetch work queues."""
 
     def __init__(
         self,
@@ -67,15 +72,21 @@ class Messaging(Construct):
         ingestion_consumer: lambda_.Function,
         ingestion_producers: Sequence[lambda_.Function],
         task_lifecycle_consumer: lambda_.Function,
+        graph_fetch_consumer: lambda_.Function,
+        graph_fetch_producers: Sequence[lambda_.Function],
     ) -> None:
         super().__init__(scope, construct_id)
         self.ingestion = WorkQueue(self, "Ingestion", consumer=ingestion_consumer)
         self.task_lifecycle = WorkQueue(self, "TaskLifecycle", consumer=task_lifecycle_consumer)
+        self.graph_fetch = WorkQueue(self, "GraphFetch", consumer=graph_fetch_consumer)
 
         for producer in ingestion_producers:
             self.ingestion.queue.grant_send_messages(producer)
             producer.add_environment("INGESTION_QUEUE_URL", self.ingestion.queue.queue_url)
+        for producer in graph_fetch_producers:
+            self.graph_fetch.queue.grant_send_messages(producer)
+            producer.add_environment("GRAPH_FETCH_QUEUE_URL", self.graph_fetch.queue.queue_url)
 
     @property
     def work_queues(self) -> list[WorkQueue]:
-        return [self.ingestion, self.task_lifecycle]
+        return [self.ingestion, self.task_lifecycle, self.graph_fetch]

@@ -2,8 +2,8 @@
 
 Nothing in the VPC talks to the internet: the database functions need Aurora (through RDS Proxy),
 Secrets Manager, SQS, EventBridge and S3, and each of those has an endpoint here. There is no NAT
-gateway to pay for or to leak through. The webhook receiver, which touches no database, runs
-outside the VPC.
+gateway to pay for or to leak through. The webhook receiver and graph_fetch (which reads Lead Ads leads
+from graph.facebook.com), which touch no database, run outside the VPC.
 
 Traffic rules, on the security groups of this construct:
 

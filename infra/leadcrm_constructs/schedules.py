@@ -18,6 +18,9 @@ from infra.leadcrm_constructs.ses_grants import grant_send_email
 OUTBOX_RELAY_JOB = "outbox_relay"
 RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
+RESCORE_LEADS_JOB = "rescore_leads"
+NURTURE_REEVALUATION_JOB = "nurture_reevaluation"
+MERGE_SNAPSHOT_PURGE_JOB = "merge_snapshot_purge"
 BULK_EMAIL_JOB = "bulk_email"
 DEAL_ROTTING_SWEEP_JOB = "deal_rotting_sweep"
 TICKET_SWEEP_JOB = "ticket_sweep"
@@ -26,7 +29,8 @@ TICKET_SWEEP_JOB = "ticket_sweep"
 class Schedules(Construct):
     """Scheduled jobs: the outbox relay every minute; throttle-counter cleanup and the morning digest every
     15 minutes (the digest job itself picks the organizations whose local morning it is); the deal rotting
-    sweep every hour (thresholds are in days)."""
+    sweep every hour (thresholds are in days); rescoring after a scoring model change every 5 minutes; nurture
+    re-evaluation and the merge snapshot purge hourly."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -58,6 +62,24 @@ class Schedules(Construct):
             job=DAILY_DIGEST_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
             description="Mail staff their urgent counts in their organization's morning (once a local day)",
+        )
+        self.rescore_leads = self._job(
+            "RescoreLeads",
+            job=RESCORE_LEADS_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(5)),
+            description="Apply each organization's newest scoring model to its leads, in batches",
+        )
+        self.nurture_reevaluation = self._job(
+            "NurtureReevaluation",
+            job=NURTURE_REEVALUATION_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.hours(1)),
+            description="Re-evaluate nurtured leads whose re-evaluation is due",
+        )
+        self.merge_snapshot_purge = self._job(
+            "MergeSnapshotPurge",
+            job=MERGE_SNAPSHOT_PURGE_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.hours(1)),
+            description="Drop the undo snapshots (personal data) of merges past their 7-day undo window",
         )
         self.deal_rotting_sweep = self._job(
             "DealRottingSweep",

@@ -15,6 +15,8 @@ ACCOUNT = "123456789012"  # moto's default account
 EVENT_BUS = "leadcrm-events"
 INGESTION_QUEUE = "leadcrm-ingestion"
 TASK_LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"
+GRAPH_FETCH_QUEUE = "leadcrm-graph-fetch"
+WORK_QUEUES = (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE, GRAPH_FETCH_QUEUE)
 INBOUND_BUCKET = "leadcrm-inbound-mail"
 INBOUND_PREFIX = "inbound/"
 IMPORTS_BUCKET = "leadcrm-lead-imports"
@@ -37,6 +39,10 @@ class LocalAws:
     @property
     def task_lifecycle_queue_url(self) -> str:
         return self.queues[TASK_LIFECYCLE_QUEUE]
+
+    @property
+    def graph_fetch_queue_url(self) -> str:
+        return self.queues[GRAPH_FETCH_QUEUE]
 
 
 def start_moto(port: int | None = None) -> tuple[ThreadedMotoServer, str]:
@@ -65,7 +71,7 @@ def provision() -> LocalAws:
     session = boto3.session.Session(region_name=REGION)
     sqs, events, s3, ses = (session.client(s) for s in ("sqs", "events", "s3", "sesv2"))
     queues: dict[str, str] = {}
-    for name in (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE):
+    for name in WORK_QUEUES:
         dlq_url = sqs.create_queue(QueueName=f"{name}-dlq")["QueueUrl"]
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         queues[f"{name}-dlq"] = dlq_url

@@ -1,4 +1,4 @@
-"""Meta Graph's lead endpoint, on this machine: what the Meta processor reads a leadgen id from.
+"""Meta Graph's lead endpoint, on this machine: what the graph_fetch function reads a leadgen id from.
 
 `POST /_local/graph/leads` registers a test lead (the body is the lead as Graph returns it: `id`,
 `field_data`, `ad_id`, `form_id`, `campaign_name`, `platform`, ...); `GET /_local/graph/<leadgen id>` answers
@@ -27,7 +27,13 @@ class LocalGraph:
     def __init__(self) -> None:
         self._leads: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
+        self._errors: dict[str, tuple[int, dict[str, Any]]] = {}
         self.requests: list[tuple[str, str | None]] = []  # (leadgen id, token) of every read, oldest first
+
+    def fail(self, leadgen_id: str, status: int, code: int = 2) -> None:
+        """Answer this leadgen id with a Graph error (e.g. 500 code 2, "service temporarily unavailable")."""
+        with self._lock:
+            self._errors[leadgen_id] = (status, {"error": {"message": "Graph error", "type": "Test", "code": code}})
 
     def register(self, lead: dict[str, Any]) -> str | None:
         """Keep a lead to answer later; None when it has no string `id`."""
@@ -44,6 +50,9 @@ class LocalGraph:
         with self._lock:
             self.requests.append((leadgen_id, token))
             lead = self._leads.get(leadgen_id)
+            error = self._errors.get(leadgen_id)
+        if error is not None:
+            return error
         if not token:
             return 401, NO_TOKEN
         if lead is None:

@@ -1,4 +1,4 @@
-"""The four functions, invoked in this process the way Lambda invokes them.
+"""The five traffic functions, invoked in this process the way Lambda invokes them.
 
 A Lambda container runs one invocation at a time, and the handlers rely on that (the HTTP resolver keeps
 the current event on the app), so each function here is guarded by its own lock: one warm container each.
@@ -23,6 +23,7 @@ HANDLERS = {
     "api": "api.handler",
     "webhooks": "webhooks.handler",
     "ingestion": "ingestion.handler",
+    "graph_fetch": "graph_fetch.handler",
     "task_lifecycle": "task_lifecycle.handler",
 }
 

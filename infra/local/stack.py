@@ -1,4 +1,4 @@
-"""The whole product on one machine: PostgreSQL, moto, the four functions, pollers, a scheduler and HTTP."""
+"""The whole product on one machine: PostgreSQL, moto, the five traffic functions, pollers, a scheduler and HTTP."""
 
 from __future__ import annotations
 
@@ -27,10 +27,15 @@ JOB_RATES_SECONDS = {
     "outbox_relay": 60,
     "rate_limit_cleanup": 900,
     "daily_digest": 900,
+    "rescore_leads": 300,
+    "nurture_reevaluation": 3600,
+    "merge_snapshot_purge": 3600,
     "deal_rotting_sweep": 3600,
     "ticket_sweep": 60,
     "bulk_email": 60,
 }
+# Local pseudonym master key (README: Configuration); AWS reads it from Secrets Manager (PSEUDONYM_SECRET_ARN).
+LOCAL_PSEUDONYM_KEY = "local-pseudonym-key"
 ROLES = ("owner", "admin", "coach", "member")
 GRAPH_PREFIX = "/_local/graph/"
 JSON = {"content-type": "application/json"}
@@ -56,7 +61,7 @@ class LocalStack:
         self.authority = LocalAuthority(data_dir / "jwt-signing-key")
         self.pollers: list[QueuePoller] = []
         self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
-        self.graph = LocalGraph()  # Meta Graph's lead endpoint, for the Meta processor
+        self.graph = LocalGraph()  # Meta Graph's lead endpoint, for the graph_fetch function
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -70,11 +75,13 @@ class LocalStack:
         os.environ.setdefault("DB_POOL_SIZE", "8")  # the HTTP threads and pollers share this process
         os.environ.setdefault("META_APP_SECRET", LOCAL_META_APP_SECRET)
         os.environ.setdefault("META_VERIFY_TOKEN", LOCAL_META_VERIFY_TOKEN)
+        os.environ.setdefault("PSEUDONYM_KEY", LOCAL_PSEUDONYM_KEY)
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ["EVENT_BUS_NAME"] = aws.EVENT_BUS
         os.environ.setdefault("INBOUND_EMAIL_DOMAIN", aws.MAIL_DOMAIN)
         self.resources = aws.provision()
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
+        os.environ["GRAPH_FETCH_QUEUE_URL"] = self.resources.graph_fetch_queue_url
         os.environ["LEAD_IMPORTS_BUCKET"] = aws.IMPORTS_BUCKET
 
         from leadcrm.db.migrate import upgrade
@@ -82,6 +89,7 @@ class LocalStack:
         upgrade()
         self.lambdas.load()
         self.pollers = [
+            QueuePoller(self.lambdas, "graph_fetch", self.resources.graph_fetch_queue_url),
             QueuePoller(self.lambdas, "ingestion", self.resources.ingestion_queue_url),
             QueuePoller(self.lambdas, "task_lifecycle", self.resources.task_lifecycle_queue_url),
         ]
@@ -293,7 +301,7 @@ class LocalStack:
 
         sqs = client("sqs")
         waiting = {}
-        for name in (aws.INGESTION_QUEUE, aws.TASK_LIFECYCLE_QUEUE):
+        for name in aws.WORK_QUEUES:
             attributes = sqs.get_queue_attributes(
                 QueueUrl=self.resources.queues[name],
                 AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],

@@ -22,6 +22,7 @@ from infra.leadcrm_constructs import (
     Migrations,
     Network,
     Observability,
+    PseudonymKey,
     Schedules,
     WebhookIngress,
 )
@@ -49,9 +50,13 @@ class LeadCrmStack(Stack):
             self,
             "Messaging",
             ingestion_consumer=functions.ingestion,
-            # the webhook receiver; the API queues CSV import jobs and ingestion their continuations
-            ingestion_producers=[functions.webhooks, functions.api, functions.ingestion],
+            # the webhook receiver; graph_fetch the leads it read from Graph; the API queues CSV import
+            # jobs and ingestion their continuations
+            ingestion_producers=[functions.webhooks, functions.api, functions.ingestion, functions.graph_fetch],
             task_lifecycle_consumer=functions.task_lifecycle,
+            graph_fetch_consumer=functions.graph_fetch,
+            # leadgen webhooks; ingestion hands on a raw leadgen that reaches it (queued before graph_fetch)
+            graph_fetch_producers=[functions.webhooks, functions.ingestion],
         )
         # Migrations before traffic: the trigger runs after the database and before the functions that
         # read it are created or updated (and so before their queues, routes and schedules reach them).
@@ -76,6 +81,7 @@ class LeadCrmStack(Stack):
             task_lifecycle_queue=messaging.task_lifecycle,
         )
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
+        PseudonymKey(self, "PseudonymKey", readers=functions.database_clients)
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
         api = LeadCrmApi(self, "Api", handler=functions.api, settings=config.api)
         Conversations(
@@ -96,6 +102,7 @@ class LeadCrmStack(Stack):
             "LeadIngestion",
             api=functions.api,
             ingestion=functions.ingestion,
+            graph_fetch=functions.graph_fetch,
             dashboard_origin=config.api.dashboard_origin,
         )
         Observability(self, "Observability", functions=functions.all, work_queues=messaging.work_queues)

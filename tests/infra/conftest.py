@@ -71,6 +71,7 @@ HANDLERS = {
     "api": "api.handler.lambda_handler",
     "webhooks": "webhooks.handler.lambda_handler",
     "ingestion": "ingestion.handler.lambda_handler",
+    "graph_fetch": "graph_fetch.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
     "migrations": "migrations.handler.lambda_handler",
 }

@@ -57,7 +57,7 @@ def test_alarms_on_dlqs_errors_and_throttles(resources: dict[str, Any], function
         assert alarm["Threshold"] == 0
         assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
     dlq_alarms = [a for a in alarms if a["MetricName"] == "ApproximateNumberOfMessagesVisible"]
-    assert len(dlq_alarms) == 2
+    assert len(dlq_alarms) == 3  # ingestion, task-lifecycle, graph-fetch
     for name in ("Errors", "Throttles"):
         alarmed = {
             a["Dimensions"][0]["Value"]["Ref"]

@@ -52,4 +52,3 @@ def test_bulk_email_runs_every_minute(resources: dict[str, Any]) -> None:
         and json.loads(r["Properties"]["Target"]["Input"])["job"] == "bulk_email"
     ]
     assert schedule["ScheduleExpression"] == "rate(1 minute)"
-

@@ -1,4 +1,4 @@
-"""The five functions: handlers, runtime, layers, placement, environment and least-privilege grants."""
+"""The six functions: handlers, runtime, layers, placement, environment and least-privilege grants."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ HANDLERS = {
     "api": "api.handler.lambda_handler",
     "webhooks": "webhooks.handler.lambda_handler",
     "ingestion": "ingestion.handler.lambda_handler",
+    "graph_fetch": "graph_fetch.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
     "migrations": "migrations.handler.lambda_handler",
 }
@@ -29,6 +30,7 @@ POWERTOOLS = {
         ("api", 512, 10),
         ("webhooks", 256, 5),
         ("ingestion", 512, 30),
+        ("graph_fetch", 256, 60),
         ("task_lifecycle", 512, 30),
         ("migrations", 512, 300),
     ],
@@ -53,7 +55,7 @@ def test_function_runtime_and_size(template: Template, name: str, memory: int, t
     )
 
 
-def test_exactly_five_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
+def test_exactly_six_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
     ours = [
         r
         for r in resources.values()
@@ -95,8 +97,25 @@ def test_webhooks_function_is_outside_the_vpc_with_reserved_concurrency(
     assert properties["ReservedConcurrentExecutions"] == 20
     variables = properties["Environment"]["Variables"]
     assert variables["INGESTION_QUEUE_URL"]["Ref"].startswith("MessagingIngestionQueue")
+    assert variables["GRAPH_FETCH_QUEUE_URL"]["Ref"].startswith("MessagingGraphFetchQueue")
     assert variables["META_SECRET_ARN"]["Ref"].startswith("WebhookIngressMetaSecret")
     assert not any(key.startswith("DB_") for key in variables)
+
+
+def test_graph_fetch_runs_outside_the_vpc_without_database_settings(
+    resources: dict[str, Any], function_ids: dict[str, str]
+) -> None:
+    properties = resources[function_ids["graph_fetch"]]["Properties"]
+    assert "VpcConfig" not in properties  # it must reach graph.facebook.com; the VPC has no NAT gateway
+    variables = properties["Environment"]["Variables"]
+    assert variables["INGESTION_QUEUE_URL"]["Ref"].startswith("MessagingIngestionQueue")
+    assert variables["INTEGRATION_SECRET_PREFIX"] == "leadcrm/integrations/"
+    assert not any(key.startswith("DB_") or key == "EVENT_BUS_NAME" for key in variables)
+
+
+def test_graph_fetch_gets_no_database_events_or_receive_on_other_queues(policy_actions: dict[str, set[str]]) -> None:
+    assert not {"rds-db:connect", "events:PutEvents"} & policy_actions["graph_fetch"]
+    assert {"sqs:ReceiveMessage", "sqs:SendMessage", "secretsmanager:GetSecretValue"} <= policy_actions["graph_fetch"]
 
 
 def test_webhooks_function_url_has_no_aws_auth(template: Template, function_ids: dict[str, str]) -> None:

@@ -1,5 +1,5 @@
-"""Lead ingestion's infrastructure: connection secrets under one prefix, the CSV imports bucket, and who may
-queue ingestion work."""
+"""Lead ingestion's infrastructure: connection secrets under one prefix (read only by graph_fetch, Meta
+pages only), the CSV imports bucket, and who may queue ingestion and graph-fetch work."""
 
 from __future__ import annotations
 
@@ -34,17 +34,26 @@ def test_the_api_manages_connection_secrets_only_under_the_integrations_prefix(r
         "secretsmanager:CreateSecret",
         "secretsmanager:PutSecretValue",
         "secretsmanager:DeleteSecret",
+        "secretsmanager:RestoreSecret",
     }
     assert "secret:leadcrm/integrations/*" in json.dumps(statements[0]["Resource"])
 
 
-def test_ingestion_reads_connection_secrets_and_nothing_else_of_them(resources, function_ids):
+def test_graph_fetch_reads_only_meta_page_secrets(resources, function_ids):
     statements = [
         s
-        for s in _statements_of(resources, function_ids["ingestion"])
-        if "secret:leadcrm/integrations/*" in json.dumps(s["Resource"])
+        for s in _statements_of(resources, function_ids["graph_fetch"])
+        if "leadcrm/integrations" in json.dumps(s["Resource"])
     ]
     assert [_actions(s) for s in statements] == [{"secretsmanager:GetSecretValue"}]
+    assert "secret:leadcrm/integrations/meta_lead_ads/*" in json.dumps(statements[0]["Resource"])
+
+
+def test_ingestion_no_longer_reads_connection_secrets(resources, function_ids):
+    assert not any(
+        "leadcrm/integrations" in json.dumps(s["Resource"])
+        for s in _statements_of(resources, function_ids["ingestion"])
+    )
 
 
 def test_the_webhook_receiver_cannot_touch_connection_secrets(resources, function_ids):
@@ -76,15 +85,23 @@ def test_the_imports_bucket_is_private_encrypted_expiring_and_accepts_puts_from_
     )
 
 
-def test_the_api_and_ingestion_know_the_imports_bucket_and_the_secret_prefix(resources, function_ids):
+def test_the_api_and_ingestion_know_the_imports_bucket_and_the_api_the_secret_prefix(resources, function_ids):
     for name in ("api", "ingestion"):
         variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
-        assert variables["INTEGRATION_SECRET_PREFIX"] == "leadcrm/integrations/"
         assert "Ref" in variables["LEAD_IMPORTS_BUCKET"]
+    assert resources[function_ids["api"]]["Properties"]["Environment"]["Variables"]["INTEGRATION_SECRET_PREFIX"] == (
+        "leadcrm/integrations/"
+    )
 
 
 def test_the_api_and_ingestion_may_queue_ingestion_work(resources, function_ids):
-    for name in ("api", "ingestion", "webhooks"):
+    for name in ("api", "ingestion", "webhooks", "graph_fetch"):
         variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
         assert "INGESTION_QUEUE_URL" in variables
         assert any("sqs:SendMessage" in _actions(s) for s in _statements_of(resources, function_ids[name]))
+
+
+def test_leadgen_webhooks_may_be_queued_for_graph_fetch_by_the_receiver_and_ingestion_only(resources, function_ids):
+    for name, allowed in (("webhooks", True), ("ingestion", True), ("api", False), ("task_lifecycle", False)):
+        variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
+        assert ("GRAPH_FETCH_QUEUE_URL" in variables) is allowed

@@ -18,6 +18,7 @@ from tests.support.events import lambda_context
 
 LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"
 INGESTION_QUEUE = "leadcrm-ingestion"
+GRAPH_FETCH_QUEUE = "leadcrm-graph-fetch"
 META_APP_SECRET = "test-meta-app-secret"
 META_VERIFY_TOKEN = "test-meta-verify-token"
 
@@ -65,6 +66,14 @@ def ingestion_queue(monkeypatch: pytest.MonkeyPatch) -> Queue:
     queue = make_queue(INGESTION_QUEUE)
     monkeypatch.setenv("INGESTION_QUEUE_URL", queue.url)
     _settings_changed()
+    return queue
+
+
+@pytest.fixture
+def graph_fetch_queue(monkeypatch: pytest.MonkeyPatch) -> Queue:
+    """The queue of leadgen webhooks graph_fetch consumes; GRAPH_FETCH_QUEUE_URL names it."""
+    queue = make_queue(GRAPH_FETCH_QUEUE)
+    monkeypatch.setenv("GRAPH_FETCH_QUEUE_URL", queue.url)
     return queue
 
 

@@ -206,7 +206,7 @@ def test_staff_correct_an_unknown_source_with_a_reason_kept_on_the_timeline(call
     assert entry["payload"] == {
         "from": {"channel": "direct_unknown", "campaignId": None},
         "to": {"channel": "radio", "campaignId": str(campaign)},
-        "reason": "Caller said radio ad",
+        "note": "Caller said radio ad",
     }
     assert entry["actor_user_id"] == caller.user.id
     (row,) = lead_rows(caller.org_id)
@@ -246,3 +246,31 @@ def test_another_organizations_lead_cannot_be_corrected(caller):
     response = correct(caller, other_lead["id"], {"channel": "radio", "reason": "x"})
     assert (response.status, response.error_code) == (404, "LEAD_NOT_FOUND")
     assert touches_of(other_lead["id"])[0]["channel"] == "direct_unknown"
+
+
+# -- merging two leads ---------------------------------------------------------------------------------------
+
+
+def test_a_merge_keeps_the_survivors_acquisition_and_moves_the_other_first_touch_as_a_later_touch(caller):
+    from tests.support.qualification_helpers import merge
+
+    duplicate = _captured_lead(caller, name="Dana C", email="dana.c@example.com", utm=SPRING)
+    survivor = _staff_create(caller, name="Dana Cohen", email="dana@example.com")
+    survivors_first = touches_of(survivor["id"])[0]
+    response = merge(caller, survivor["id"], duplicate["id"])
+    assert response.status == 200, response.body
+    first, moved = touches_of(survivor["id"])
+    assert (first["id"], first["is_first"]) == (survivors_first["id"], True)
+    assert (moved["is_first"], moved["utm_source"], moved["channel"]) == (False, "Google", "google")
+
+
+def test_undoing_a_merge_gives_the_restored_lead_its_first_touch_back(caller):
+    from tests.support.qualification_helpers import merge, undo
+
+    duplicate = _captured_lead(caller, name="Dana C", email="dana.c@example.com", utm=SPRING)
+    survivor = _staff_create(caller, name="Dana Cohen", email="dana@example.com")
+    merge_id = merge(caller, survivor["id"], duplicate["id"]).data["mergeId"]
+    assert undo(caller, merge_id).status == 200
+    (restored,) = touches_of(duplicate["id"])
+    assert (restored["is_first"], restored["utm_source"]) == (True, "Google")
+    assert [t["is_first"] for t in touches_of(survivor["id"])] == [True]

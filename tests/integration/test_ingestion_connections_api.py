@@ -48,11 +48,12 @@ def test_an_owner_connects_a_page_and_gets_the_connection_without_its_token(owne
     assert "secretArn" not in connection
 
 
-def test_the_token_is_kept_in_its_own_secret_and_the_database_keeps_only_the_secret_arn(owner):
-    connection = _meta(owner, {"pageId": fresh_id(), "accessToken": TOKEN}).data
+def test_the_token_is_kept_in_a_secret_named_after_the_page_and_the_database_keeps_only_its_arn(owner):
+    page_id = fresh_id()
+    connection = _meta(owner, {"pageId": page_id, "accessToken": TOKEN}).data
     row = connection_row(connection["id"])
     assert row["secret_arn"].startswith("arn:aws:secretsmanager:")
-    assert f"leadcrm/integrations/meta_lead_ads/{connection['id']}" in row["secret_arn"]
+    assert f":secret:leadcrm/integrations/meta_lead_ads/{page_id}-" in row["secret_arn"]
     assert _secret_value(row["secret_arn"]) == {"accessToken": TOKEN}
     assert TOKEN not in json.dumps({k: str(v) for k, v in row.items()})
 
@@ -88,6 +89,52 @@ def test_reconnecting_the_same_page_replaces_the_token_of_the_same_connection(ow
     assert again.status == 200
     assert again.data["id"] == first["id"]
     assert _secret_value(connection_row(first["id"])["secret_arn"]) == {"accessToken": "a-fresh-token-456"}
+
+
+def test_a_reconnect_overwrites_the_value_of_the_same_secret(owner):
+    page_id = fresh_id()
+    first = _meta(owner, {"pageId": page_id, "accessToken": TOKEN}).data
+    arn = connection_row(first["id"])["secret_arn"]
+
+    _meta(owner, {"pageId": page_id, "accessToken": "a-fresh-token-456"})
+
+    assert connection_row(first["id"])["secret_arn"] == arn
+    assert _secret_value(f"leadcrm/integrations/meta_lead_ads/{page_id}") == {"accessToken": "a-fresh-token-456"}
+
+
+def test_a_reconnect_moves_a_token_kept_under_the_old_per_connection_name_to_the_page_name(owner):
+    from leadcrm.db.engine import get_engine as engine
+
+    page_id = fresh_id()
+    connection = _meta(owner, {"pageId": page_id, "accessToken": TOKEN}).data
+    secrets = aws_client("secretsmanager")
+    legacy = secrets.create_secret(
+        Name=f"leadcrm/integrations/meta_lead_ads/{connection['id']}", SecretString=json.dumps({"accessToken": TOKEN})
+    )["ARN"]
+    connection_id = connection_row(connection["id"])["id"]
+    with engine().begin() as conn:  # as a connection made before secrets were named after the page
+        conn.execute(
+            integration_connections.update()
+            .where(integration_connections.c.id == connection_id)
+            .values(secret_arn=legacy)
+        )
+
+    assert _meta(owner, {"pageId": page_id, "accessToken": "a-fresh-token-456"}).status == 200
+
+    assert f"meta_lead_ads/{page_id}-" in connection_row(connection["id"])["secret_arn"]
+    with pytest.raises(secrets.exceptions.ResourceNotFoundException):
+        secrets.get_secret_value(SecretId=legacy)
+
+
+def test_the_same_organization_reconnects_a_page_after_disconnecting_it(owner):
+    page_id = fresh_id()
+    first = _meta(owner, {"pageId": page_id, "accessToken": TOKEN}).data
+    _meta(owner, method="DELETE", suffix=f"/{first['id']}")
+
+    again = _meta(owner, {"pageId": page_id, "accessToken": "a-fresh-token-456"})
+
+    assert again.status == 201
+    assert _secret_value(connection_row(again.data["id"])["secret_arn"]) == {"accessToken": "a-fresh-token-456"}
 
 
 def test_disconnecting_deletes_the_secret_and_frees_the_page_for_another_organization(owner):
@@ -181,3 +228,35 @@ def test_a_bad_connect_body_is_a_400_and_nothing_is_stored(owner, body):
             select(integration_connections.c.id).where(integration_connections.c.organization_id == owner.org_id)
         ).all()
     assert rows == []
+
+
+def test_two_organizations_connecting_one_page_at_once_leave_the_winners_token_in_its_secret(monkeypatch):
+    """Through the service (the API handler, like a Lambda container, serves one request at a time)."""
+    from leadcrm.db.uow import UnitOfWork
+    from leadcrm.domain.access import Actor, Role
+    from leadcrm.errors import Conflict
+    from leadcrm.services.integrations import connect
+    from tests.support.concurrency import run_together
+    from tests.support.ingestion_helpers import wide_pool
+
+    page_id = fresh_id()
+    callers = [make_caller(role="owner") for _ in range(4)]
+
+    def connect_as(caller) -> str:
+        actor = Actor(caller.user.id, caller.org_id, caller.membership.id, Role.OWNER, frozenset())
+        try:
+            with UnitOfWork() as uow:
+                connect(uow, actor, "meta_lead_ads", page_id, f"token-of-{caller.org_id}", None)
+            return "connected"
+        except Conflict:
+            return "in_use"
+
+    with wide_pool(monkeypatch):
+        outcomes, errors = run_together([(lambda c=c: connect_as(c)) for c in callers])
+
+    assert errors == [None] * 4
+    assert sorted(outcomes) == ["connected", "in_use", "in_use", "in_use"]
+    winner = callers[outcomes.index("connected")]
+    assert _secret_value(f"leadcrm/integrations/meta_lead_ads/{page_id}") == {
+        "accessToken": f"token-of-{winner.org_id}"
+    }

@@ -19,7 +19,7 @@ def ingest():
     return lambda lambda_event: lambda_handler(lambda_event, lambda_context("leadcrm-ingestion"))
 
 
-def _webhook_message(kind: str = "meta.leadgen") -> dict:
+def _webhook_message(kind: str = "whatsapp") -> dict:
     return {"kind": kind, "receivedAt": "2026-01-01T10:00:00+00:00", "payload": {"object": "page", "entry": []}}
 
 
@@ -43,7 +43,7 @@ def test_only_the_unrecognised_message_of_a_batch_is_reported_as_failed(ingest):
 
 
 def test_a_message_that_is_not_json_is_reported_as_failed(ingest):
-    good = sqs_record(_webhook_message("whatsapp"))
+    good = sqs_record(_webhook_message())
     broken = sqs_record("not json at all")
     assert ingest(sqs_event(good, broken)) == {"batchItemFailures": [{"itemIdentifier": broken["messageId"]}]}
 
@@ -51,7 +51,7 @@ def test_a_message_that_is_not_json_is_reported_as_failed(ingest):
 def test_a_batch_of_recognised_messages_reports_no_failures(ingest):
     batch = sqs_event(
         sqs_record(_webhook_message()),
-        sqs_record(_webhook_message("whatsapp")),
+        sqs_record(_webhook_message("a.kind_without_a_processor")),
         sqs_record(_s3_notification()),
         sqs_record({"Event": "s3:TestEvent"}),
     )
@@ -67,10 +67,10 @@ def test_a_message_the_webhook_receiver_enqueued_is_accepted_by_the_consumer(ing
     from webhooks.handler import lambda_handler as receive
 
     secret, _ = meta_secrets
-    raw = json.dumps({"object": "page", "entry": []}).encode()
+    raw = json.dumps({"object": "whatsapp_business_account", "entry": []}).encode()
     signature = "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
-    event = function_url_event("POST", "/webhooks/meta/leadgen", body=raw, headers={"x-hub-signature-256": signature})
+    event = function_url_event("POST", "/webhooks/whatsapp", body=raw, headers={"x-hub-signature-256": signature})
     assert receive(event, lambda_context("leadcrm-webhooks"))["statusCode"] == 200
     records = [sqs_record_from_message(m, queue_name=ingestion_queue.name) for m in ingestion_queue.receive_all()]
-    assert records[0]["messageAttributes"]["kind"]["stringValue"] == "meta.leadgen"
+    assert records[0]["messageAttributes"]["kind"]["stringValue"] == "whatsapp"
     assert ingest(sqs_event(*records)) == {"batchItemFailures": []}

@@ -71,8 +71,9 @@ WHATSAPP = {
 
 
 @pytest.fixture(autouse=True)
-def _receiver_environment(ingestion_queue, meta_secrets):
-    """The ingestion queue exists and INGESTION_QUEUE_URL names it; the Meta secrets come from the env."""
+def _receiver_environment(ingestion_queue, graph_fetch_queue, meta_secrets):
+    """The ingestion and graph-fetch queues exist and INGESTION_QUEUE_URL / GRAPH_FETCH_QUEUE_URL name them;
+    the Meta secrets come from the env. Leadgen webhooks go to graph-fetch, WhatsApp ones to ingestion."""
 
 
 @pytest.fixture
@@ -154,69 +155,72 @@ def test_a_correctly_signed_leadgen_notification_answers_200(receive, meta_secre
     assert _json(response) == {"received": True}
 
 
-def test_a_correctly_signed_leadgen_notification_enqueues_exactly_one_message(receive, meta_secrets, ingestion_queue):
+def test_a_correctly_signed_leadgen_notification_enqueues_exactly_one_message_for_graph_fetch(
+    receive, meta_secrets, graph_fetch_queue, ingestion_queue
+):
     secret, _ = meta_secrets
     receive(_post("/webhooks/meta/leadgen", LEADGEN, secret=secret))
-    messages = ingestion_queue.receive_all()
+    messages = graph_fetch_queue.receive_all()
     assert len(messages) == 1
     body = json.loads(messages[0]["Body"])
     assert body["kind"] == "meta.leadgen"
     assert body["payload"] == LEADGEN
     assert body["receivedAt"]
+    assert ingestion_queue.receive_all() == []  # ingestion gets the lead once graph_fetch has read it
 
 
-def test_the_enqueued_message_carries_its_kind_as_a_message_attribute(receive, meta_secrets, ingestion_queue):
+def test_the_enqueued_message_carries_its_kind_as_a_message_attribute(receive, meta_secrets, graph_fetch_queue):
     secret, _ = meta_secrets
     receive(_post("/webhooks/meta/leadgen", LEADGEN, secret=secret))
-    (message,) = ingestion_queue.receive_all()
+    (message,) = graph_fetch_queue.receive_all()
     assert message["MessageAttributes"]["kind"] == {"DataType": "String", "StringValue": "meta.leadgen"}
 
 
-def test_a_base64_encoded_body_is_verified_on_its_decoded_bytes(receive, meta_secrets, ingestion_queue):
+def test_a_base64_encoded_body_is_verified_on_its_decoded_bytes(receive, meta_secrets, graph_fetch_queue):
     secret, _ = meta_secrets
     response = receive(_post("/webhooks/meta/leadgen", LEADGEN, secret=secret, is_base64=True))
     assert response["statusCode"] == 200
-    assert json.loads(ingestion_queue.receive_all()[0]["Body"])["payload"] == LEADGEN
+    assert json.loads(graph_fetch_queue.receive_all()[0]["Body"])["payload"] == LEADGEN
 
 
-def test_a_wrong_signature_is_refused_with_401_and_nothing_is_enqueued(receive, ingestion_queue):
+def test_a_wrong_signature_is_refused_with_401_and_nothing_is_enqueued(receive, graph_fetch_queue):
     response = receive(_post("/webhooks/meta/leadgen", LEADGEN, secret="not-our-secret"))
     assert response["statusCode"] == 401
     assert _json(response)["error"]["code"] == "INVALID_SIGNATURE"
-    assert ingestion_queue.receive_all() == []
+    assert graph_fetch_queue.receive_all() == []
 
 
-def test_a_missing_signature_is_refused_with_401_and_nothing_is_enqueued(receive, ingestion_queue):
+def test_a_missing_signature_is_refused_with_401_and_nothing_is_enqueued(receive, graph_fetch_queue):
     event = function_url_event("POST", "/webhooks/meta/leadgen", body=json.dumps(LEADGEN))
     assert receive(event)["statusCode"] == 401
-    assert ingestion_queue.receive_all() == []
+    assert graph_fetch_queue.receive_all() == []
 
 
-def test_a_body_changed_after_signing_is_refused_with_401(receive, meta_secrets, ingestion_queue):
+def test_a_body_changed_after_signing_is_refused_with_401(receive, meta_secrets, graph_fetch_queue):
     secret, _ = meta_secrets
     event = _post("/webhooks/meta/leadgen", LEADGEN, secret=secret)
     event["body"] = event["body"].replace("950000000000001", "950000000000002")
     assert receive(event)["statusCode"] == 401
-    assert ingestion_queue.receive_all() == []
+    assert graph_fetch_queue.receive_all() == []
 
 
-def test_a_signed_body_that_is_not_json_is_a_400_and_nothing_is_enqueued(receive, meta_secrets, ingestion_queue):
+def test_a_signed_body_that_is_not_json_is_a_400_and_nothing_is_enqueued(receive, meta_secrets, graph_fetch_queue):
     secret, _ = meta_secrets
     raw = b"<xml>not json</xml>"
     event = function_url_event("POST", "/webhooks/meta/leadgen", body=raw, headers=_signed(secret, raw))
     response = receive(event)
     assert response["statusCode"] == 400
     assert _json(response)["error"]["code"] == "MALFORMED_JSON"
-    assert ingestion_queue.receive_all() == []
+    assert graph_fetch_queue.receive_all() == []
 
 
-def test_with_no_app_secret_configured_every_notification_is_refused(receive, monkeypatch, ingestion_queue):
+def test_with_no_app_secret_configured_every_notification_is_refused(receive, monkeypatch, graph_fetch_queue):
     from webhooks import secrets
 
     monkeypatch.setenv("META_APP_SECRET", "")
     secrets.forget()
     assert receive(_post("/webhooks/meta/leadgen", LEADGEN, secret=""))["statusCode"] == 401
-    assert ingestion_queue.receive_all() == []
+    assert graph_fetch_queue.receive_all() == []
 
 
 def test_a_whatsapp_notification_is_enqueued_as_kind_whatsapp(receive, meta_secrets, ingestion_queue):
@@ -229,19 +233,19 @@ def test_a_whatsapp_notification_is_enqueued_as_kind_whatsapp(receive, meta_secr
     assert body["payload"] == WHATSAPP
 
 
-def test_an_unknown_path_is_a_404_and_nothing_is_enqueued(receive, meta_secrets, ingestion_queue):
+def test_an_unknown_path_is_a_404_and_nothing_is_enqueued(receive, meta_secrets, graph_fetch_queue, ingestion_queue):
     secret, _ = meta_secrets
     response = receive(_post("/webhooks/tiktok", LEADGEN, secret=secret))
     assert response["statusCode"] == 404
     assert _json(response)["error"]["code"] == "ROUTE_NOT_FOUND"
-    assert ingestion_queue.receive_all() == []
+    assert graph_fetch_queue.receive_all() == ingestion_queue.receive_all() == []
 
 
 def test_a_method_other_than_get_or_post_is_a_405(receive):
     assert receive(function_url_event("PUT", "/webhooks/meta/leadgen", body="{}"))["statusCode"] == 405
 
 
-def test_secrets_can_come_from_secrets_manager(receive, monkeypatch, ingestion_queue):
+def test_secrets_can_come_from_secrets_manager(receive, monkeypatch, graph_fetch_queue):
     from webhooks import secrets
 
     arn = aws_client("secretsmanager").create_secret(

@@ -183,8 +183,13 @@ def ctwa_referral(source_id: str = "120200000000000009", *, ctwa_clid: str | Non
 
 
 def webhook_message(kind: str, payload: dict[str, Any]) -> dict[str, Any]:
-    """The ingestion queue message the webhook receiver enqueues."""
+    """The queue message the webhook receiver enqueues."""
     return {"kind": kind, "receivedAt": "2026-01-01T10:00:00+00:00", "payload": payload}
+
+
+def leadgen_message(page_id: str, leadgen_id: str, **kwargs: Any) -> dict[str, Any]:
+    """The graph-fetch queue message of a page webhook with one leadgen change."""
+    return webhook_message("meta.leadgen", leadgen_payload(page_id, leadgen_id, **kwargs))
 
 
 def deliver(*bodies: dict[str, Any]) -> dict[str, Any]:
@@ -192,6 +197,36 @@ def deliver(*bodies: dict[str, Any]) -> dict[str, Any]:
     from ingestion.handler import lambda_handler
 
     return lambda_handler(sqs_event(*(sqs_record(body) for body in bodies)), lambda_context("leadcrm-ingestion"))
+
+
+def fetch(*bodies: dict[str, Any]) -> dict[str, Any]:
+    """One SQS batch of leadgen webhook messages to the graph_fetch function; its partial batch response."""
+    from graph_fetch.handler import lambda_handler
+
+    return lambda_handler(sqs_event(*(sqs_record(body) for body in bodies)), lambda_context("leadcrm-graph-fetch"))
+
+
+def queued_for_ingestion() -> list[dict[str, Any]]:
+    """The message bodies on the ingestion queue (INGESTION_QUEUE_URL), taken off it."""
+    import os
+
+    from tests.support.aws import aws_client
+
+    sqs, url, bodies = aws_client("sqs"), os.environ["INGESTION_QUEUE_URL"], []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+        bodies.extend(json.loads(m["Body"]) for m in messages)
+        sqs.delete_message_batch(
+            QueueUrl=url, Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+        )
+    return bodies
+
+
+def deliver_leadgen(*bodies: dict[str, Any]) -> dict[str, Any]:
+    """Leadgen webhook messages through both stages, as in AWS: graph_fetch reads each lead from Graph and
+    queues it; the ingestion function takes in what was queued. Ingestion's partial batch response."""
+    assert fetch(*bodies) == {"batchItemFailures": []}
+    fetched = queued_for_ingestion()
+    return deliver(*fetched) if fetched else {"batchItemFailures": []}
 
 
 def _count(table: Any, *where: Any) -> int:

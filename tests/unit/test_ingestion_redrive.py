@@ -45,3 +45,19 @@ def test_redrive_refuses_when_the_dlq_cannot_be_told_apart(sqs):
     )
     with pytest.raises(SystemExit):
         redrive(client, "Other", "task-lifecycle")
+
+
+def test_redrive_of_graph_fetch_starts_from_the_graph_fetch_dlq(sqs):
+    client, stubber = sqs
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/LeadCrmStack-MessagingGraphFetchDeadLetterQueueC3D4-abc"
+    arn = "arn:aws:sqs:eu-west-1:123456789012:LeadCrmStack-MessagingGraphFetchDeadLetterQueueC3D4-abc"
+    stubber.add_response(
+        "list_queues", {"QueueUrls": [url]}, {"QueueNamePrefix": "LeadCrmStack-MessagingGraphFetchDeadLetterQueue"}
+    )
+    stubber.add_response(
+        "get_queue_attributes", {"Attributes": {"QueueArn": arn}}, {"QueueUrl": url, "AttributeNames": ["QueueArn"]}
+    )
+    stubber.add_response("start_message_move_task", {"TaskHandle": "handle-2"}, {"SourceArn": arn})
+
+    assert redrive(client, "LeadCrmStack", "graph-fetch") == "handle-2"
+    stubber.assert_no_pending_responses()

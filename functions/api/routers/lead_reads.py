@@ -9,8 +9,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id
-from api.schemas import Envelope, ListEnvelope
+from api.schemas import ListEnvelope
 from api.schemas_lead_reads import LeadDetail, LeadListItem
+from api.schemas_qualification import LeadDetailOrRedirect, MergedRedirect
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.lead_list import (
     DEFAULT_PAGE_SIZE,
@@ -30,8 +31,10 @@ from leadcrm.domain.lead_list import (
     unique,
 )
 from leadcrm.domain.statuses import StageCategory
+from leadcrm.errors import NotFound
 from leadcrm.services.access import require_staff
 from leadcrm.services.lead_queries import get_lead, list_leads
+from leadcrm.services.merges import survivor_of
 
 router = APIGatewayHttpRouter()
 
@@ -40,11 +43,23 @@ MAX_STATUSES = 2 * len(StageCategory)
 
 
 @router.get("/organizations/<orgId>/leads/<leadId>", tags=["Leads"], summary="A lead with its pipelines and timeline")
-def read(orgId: str, leadId: str) -> Envelope[LeadDetail]:
+def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
+    """A merged lead's id answers with its survivor, and `meta.redirectedFrom` names the id asked for (the
+    tombstone is looked up only when no lead has the id, so a plain read costs nothing more)."""
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        lead = get_lead(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
-    return Envelope[LeadDetail](data=LeadDetail.model_validate(lead))
+        lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
+        try:
+            return LeadDetailOrRedirect(
+                data=LeadDetail.model_validate(get_lead(uow.connection, actor.organization_id, lead_id))
+            )
+        except NotFound:
+            tombstone = survivor_of(uow.connection, actor.organization_id, lead_id)
+            if tombstone is None:
+                raise
+        lead = get_lead(uow.connection, actor.organization_id, tombstone["survivor_id"])
+    redirect = MergedRedirect(redirected_from=lead_id, merge_id=tombstone["merge_id"], merged_at=tombstone["merged_at"])
+    return LeadDetailOrRedirect(data=LeadDetail.model_validate(lead), meta=redirect)
 
 
 @router.get(

@@ -1,4 +1,4 @@
-"""The Meta Graph API, for the one call ingestion makes: read a Lead Ads lead by its leadgen id.
+"""The Meta Graph API, for the one call the graph_fetch function makes: read a Lead Ads lead by its leadgen id.
 
 The base URL is configuration (META_GRAPH_BASE_URL): the local stack and the tests point it at a stand-in.
 The token goes in the Authorization header, never in the URL, so it cannot end up in an access log.
@@ -13,11 +13,15 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
+from leadcrm.domain.ingestion import FETCHED_LEAD_FIELDS
+
 DEFAULT_BASE_URL = "https://graph.facebook.com/v21.0"
-LEAD_FIELDS = (
-    "id,created_time,field_data,ad_id,ad_name,adset_id,adset_name,campaign_id,campaign_name,form_id,platform,is_organic"
-)
+LEAD_FIELDS = ",".join(FETCHED_LEAD_FIELDS)
 TIMEOUT_SECONDS = 5
+# Graph error codes worth a retry although they come with a 4xx: temporary errors (1, 2), rate limits
+# (4, 17, 32, 613), token trouble (102 session, 190 invalid or expired token) and permissions (10, 200-299:
+# the page's grant to the app), which a reconnect fixes; the parked delivery is then redriven.
+RETRYABLE_CODES = frozenset({"1", "2", "4", "10", "17", "32", "102", "190", "613", *(str(c) for c in range(200, 300))})
 
 
 class GraphError(Exception):
@@ -27,6 +31,15 @@ class GraphError(Exception):
         super().__init__(f"Graph API error: status {status}, code {code}")
         self.status = status
         self.code = code
+
+    @property
+    def lead_is_gone(self) -> bool:
+        """A 4xx about the lead itself (deleted, never existed, not this page's): asking again cannot help,
+        so the delivery is dropped. Retried instead: 5xx, no answer, throttling (429 and Graph's rate-limit
+        codes) and a token or permission Graph rejects, which a reconnect and a redrive recover."""
+        if self.status is None or not 400 <= self.status < 500 or self.status == 429:
+            return False
+        return self.code not in RETRYABLE_CODES
 
 
 def base_url() -> str:

@@ -43,6 +43,7 @@ STAGE_CATEGORIES = (
 TASK_STATUSES = ("pending", "in_progress", "completed", "cancelled")
 TASK_PRIORITIES = ("low", "medium", "high")
 TAG_CATEGORIES = ("label", "purchase")
+QUALIFICATION_STATES = ("scored", "qualified", "nurturing", "disqualified")
 # The entry points a closed lead came back through (leads.returned_via), see domain.returning.ReturnVia.
 RETURN_VIAS = ("public_capture", "staff_create", "meta", "whatsapp", "join_released", "staff_reopen")
 
@@ -211,6 +212,18 @@ leads = Table(
     # work queue's inbound_unanswered reason and the urgent prompt read them (the lead wrote last).
     Column("last_inbound_at", DateTime(timezone=True)),
     Column("last_outbound_at", DateTime(timezone=True)),
+    # Scoring and qualification (services.scoring, services.qualification): a second dimension beside the
+    # pipeline stage. The score is stored with the model version it came from; qualification_criteria holds
+    # the BANT answers with their evidence; a nurtured lead is re-evaluated at reevaluate_at.
+    Column("score", Integer),
+    Column("score_model_version", Integer),
+    Column("scored_at", DateTime(timezone=True)),
+    Column("qualification_state", Text),
+    Column("qualification_reason", Text),
+    Column("qualification_criteria", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("qualification_changed_at", DateTime(timezone=True)),
+    Column("reevaluate_at", DateTime(timezone=True)),
+    Column("nurture_score", Integer),
     created_at_column(),
     updated_at_column(),
     CheckConstraint(one_of("status", STAGE_CATEGORIES), name="status"),
@@ -219,6 +232,7 @@ leads = Table(
     CheckConstraint(one_of("returned_via", RETURN_VIAS), name="returned_via"),
     CheckConstraint("return_count >= 0", name="return_count_not_negative"),
     CheckConstraint("consecutive_no_answer_count >= 0", name="consecutive_no_answer_count_not_negative"),
+    CheckConstraint(one_of("qualification_state", QUALIFICATION_STATES), name="qualification_state"),
     Index("ix_leads_org_id", "organization_id", "id"),
     # The work queue and the urgent prompt (services.work_queue, services.urgent_prompt): one partial index
     # per reason, each on the open, live, unpaused leads only, ordered by the instant the reason ranks by.
@@ -258,6 +272,8 @@ leads = Table(
         postgresql_where=text("returned_at IS NOT NULL"),
     ),
     Index("ix_leads_org_status_id", "organization_id", "status", "id"),
+    # The nurture re-evaluation job: nurtured leads by when they are due, across organizations.
+    Index("ix_leads_nurture_due", "reevaluate_at", postgresql_where=text("qualification_state = 'nurturing'")),
     Index("ix_leads_org_lower_email", "organization_id", func.lower(text("email"))),
     Index("ix_leads_org_phone_digits", "organization_id", "phone_digits"),
     # Identity prefilter (domain.identity.last_seven_digits): the last seven digits survive every way a number

@@ -96,6 +96,8 @@ lead_attributions = Table(
     CheckConstraint(one_of("channel", ATTRIBUTION_CHANNELS), name="channel"),
     Index("uq_lead_attributions_channel_ref", "channel", "external_ref", unique=True),
     Index("ix_lead_attributions_org_lead", "organization_id", "lead_id"),
+    # The ON DELETE CASCADE of an erased lead looks rows up by lead_id alone (0019).
+    Index("ix_lead_attributions_lead", "lead_id"),
     Index("ix_lead_attributions_org_campaign", "organization_id", "campaign_id"),
 )
 

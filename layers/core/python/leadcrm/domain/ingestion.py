@@ -68,6 +68,59 @@ def leadgen_changes(payload: dict[str, Any]) -> list[LeadgenChange]:
     return found
 
 
+# The Graph fields a fetched lead carries from the fetcher (outside the VPC) to the ingestion processor.
+FETCHED_LEAD_FIELDS = (
+    "id",
+    "created_time",
+    "field_data",
+    "ad_id",
+    "ad_name",
+    "adset_id",
+    "adset_name",
+    "campaign_id",
+    "campaign_name",
+    "form_id",
+    "platform",
+    "is_organic",
+)
+
+
+@dataclass(frozen=True)
+class FetchedMetaLead:
+    """A leadgen change with the lead Graph gave for it: what the ingestion processor takes in, no Graph call."""
+
+    change: LeadgenChange
+    graph_lead: dict[str, Any]
+
+
+def fetched_lead_payload(change: LeadgenChange, graph_lead: dict[str, Any]) -> dict[str, Any]:
+    """The `meta.lead` message payload: the change's ids and Graph's answer (only the fields we read)."""
+    return {
+        "pageId": change.page_id,
+        "leadgenId": change.leadgen_id,
+        "formId": change.form_id,
+        "adId": change.ad_id,
+        "adgroupId": change.adgroup_id,
+        "lead": {key: graph_lead[key] for key in FETCHED_LEAD_FIELDS if key in graph_lead},
+    }
+
+
+def fetched_lead_from_payload(payload: dict[str, Any]) -> FetchedMetaLead:
+    """The inverse of `fetched_lead_payload`; ValueError when the message lacks the page or the leadgen id."""
+    page_id, leadgen_id = _text(payload.get("pageId")), _text(payload.get("leadgenId"))
+    lead = payload.get("lead")
+    if not page_id or not leadgen_id or not isinstance(lead, dict):
+        raise ValueError("a meta.lead message needs pageId, leadgenId and lead")
+    change = LeadgenChange(
+        page_id=page_id,
+        leadgen_id=leadgen_id,
+        form_id=_text(payload.get("formId")),
+        ad_id=_text(payload.get("adId")),
+        adgroup_id=_text(payload.get("adgroupId")),
+    )
+    return FetchedMetaLead(change=change, graph_lead=lead)
+
+
 @dataclass(frozen=True)
 class MappedLead:
     """What an ingested lead becomes in `NewLead` terms."""

@@ -320,7 +320,8 @@ def correct_attribution(
                 "campaignId": str(before.campaign_id) if before and before.campaign_id else None,
             },
             "to": {"channel": channel, "campaignId": str(campaign_id) if campaign_id else None},
-            "reason": reason,
+            # Free text a person wrote: under `note`, which a pseudonymized erasure scrubs from the timeline.
+            "note": reason,
         },
         actor.user_id,
     )

@@ -96,6 +96,8 @@ def capture_lead(
             via=ReturnVia.PUBLIC_CAPTURE,
         )
     except DuplicateLead as duplicate:
+        if duplicate.existing.suppressed:  # a pseudonymized person: nothing of the submission is kept
+            return
         _record_resubmission(conn, organization_id, duplicate.existing.id, submission, campaign_id)
     if idempotency_key is not None:
         idempotency.remember(conn, scope, idempotency_key, idempotency.StoredResponse(RECEIVED_STATUS, RECEIVED_BODY))

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, func, or_, select
 from leadcrm.db.tables import leads, organizations
 from leadcrm.domain.identity import last_seven_digits
 from leadcrm.domain.intake import dedup_lock_keys, is_closed_lead, normalized_email, phone_digits, same_phone
+from leadcrm.services.pseudonym_tokens import find_pseudonymized
 
 # Leads sharing an email or the last seven digits of a phone: a handful in practice, a bound in any case.
 CANDIDATE_LIMIT = 50
@@ -29,6 +30,9 @@ class ExistingLead:
     status: str
     archived_at: datetime | None
     converted_membership_id: uuid.UUID | None = None
+    # A pseudonymized lead matched by its tokens: the person asked to be forgotten. Never reopened, and an
+    # entry point keeps nothing of the submission (services.pseudonymize).
+    suppressed: bool = False
 
     @property
     def is_closed(self) -> bool:
@@ -50,7 +54,8 @@ def lock_person(conn: Connection, organization_id: uuid.UUID, email: str | None,
 def find_same_person(
     conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None
 ) -> ExistingLead | None:
-    """The organization's oldest lead with this email or this phone number, if any. Call `lock_person`
+    """The organization's oldest lead with this email or this phone number, if any (else a pseudonymized lead
+    whose tokens match: dedup suppression, see services.pseudonymize). Call `lock_person`
     first in the same transaction when a create depends on the answer.
 
     One query: candidates prefiltered by index on lower(email) and on the phone's last seven digits, with
@@ -92,4 +97,7 @@ def find_same_person(
                 archived_at=row.archived_at,
                 converted_membership_id=row.converted_membership_id,
             )
+    suppressed = find_pseudonymized(conn, organization_id, email, phone)
+    if suppressed is not None:
+        return ExistingLead(id=suppressed.id, name=None, status=suppressed.status, archived_at=None, suppressed=True)
     return None

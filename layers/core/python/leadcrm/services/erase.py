@@ -11,7 +11,8 @@ Spec "Erasing a lead deletes its linked tasks" and the privacy rule "Customer re
    to leads other than tasks.linked_lead_id is left that would block or keep the lead.
 4. What outlives the lead is made to forget it: stored Idempotency-Key answers that carry the lead (a staff
    create's answer is the whole lead, name and email included) are deleted, and so is a public capture's
-   key, found through the fingerprint of the submission the lead's receipts kept. Outbox payloads carry
+   key, found through the fingerprint of the submission the lead's receipts kept, and the stored answers of
+   duplicates merged into the lead (services.merges: the same person). Outbox payloads carry
    ids only (DESIGN.md), so they are left as the non-identifying history of what happened.
 5. `lead.erased` {leadId, actorUserId} is the audit record: ids only.
 
@@ -39,6 +40,7 @@ from leadcrm.errors import NotFound
 from leadcrm.services.deal_people import forget_erased_lead
 from leadcrm.services.idempotency import request_fingerprint
 from leadcrm.services.lead_moves import lock_lead
+from leadcrm.services.merges import merged_lead_ids
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +121,9 @@ def _erase_one(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID)
     """Steps 1 to 4 for one lead (the stored answers are forgotten once per request, by the caller)."""
     lock_lead(conn, organization_id, lead_id)
     _forget_capture_keys(conn, organization_id, lead_id)  # reads the receipts, which the lead takes with it
+    # Duplicates merged into the lead were the same person: their stored answers go too (their tombstones
+    # go with the lead).
+    _forget_stored_answers(conn, merged_lead_ids(conn, organization_id, lead_id))
     forget_erased_lead(conn, organization_id, lead_id)  # its deals stay, without the person's traces
     tasks_deleted = conn.execute(
         delete(tasks).where(tasks.c.organization_id == organization_id, tasks.c.linked_lead_id == lead_id)
@@ -170,3 +175,8 @@ def _forget_capture_keys(conn: Connection, organization_id: uuid.UUID, lead_id: 
                 idempotency_keys.c.request_hash.in_(fingerprints),
             )
         )
+
+
+# Shared with the pseudonymized erasure (services.pseudonymize), which forgets the same stored answers.
+forget_stored_answers = _forget_stored_answers
+forget_capture_keys = _forget_capture_keys

@@ -1,10 +1,13 @@
 """Integration connections (spec "Ingestion routes on an active connection"): owner/admin connect and
 disconnect a Meta Page (Lead Ads) or a WhatsApp Cloud phone number; webhooks route on the active one.
 
-The access token goes to Secrets Manager (one secret per connection) and never into the database. One
-external account has at most one active connection (a unique partial index), so an inbound event can only
-belong to one organization. The connect surface is flagged in the dashboard only: these routes and the
-webhooks are not.
+The access token goes to Secrets Manager and never into the database: one secret per external account,
+named after it (`integration_secrets.secret_name`), so the graph_fetch function finds a page's token
+without the database. One external account has at most one active connection (a unique partial index), so
+an inbound event can only belong to one organization, and the account's secret is that connection's.
+Connect and disconnect of one account take a transaction lock on it: the secret write and the row change
+are serialized, so a losing connect can never overwrite or delete the winner's token. The connect surface
+is flagged in the dashboard only: these routes and the webhooks are not.
 """
 
 from __future__ import annotations
@@ -62,16 +65,19 @@ def connect(
     """Connect an account, or replace the token of this organization's active connection to it. 409
     CONNECTION_IN_USE when another organization's active connection holds the account. Commits."""
     conn = uow.connection
+    _lock_account(conn, provider, external_account_id)
     current = _active_row(conn, provider, external_account_id, lock=True)
     if current is not None:
         if current["organization_id"] != actor.organization_id:
             raise _in_use()
-        integration_secrets.replace_access_token(current["secret_arn"], access_token)
-        row = _touch(conn, current["id"], display_name)
+        secret_arn = integration_secrets.store_access_token(provider, external_account_id, access_token)
+        row = _touch(conn, current["id"], display_name, secret_arn)
         uow.commit()
+        if current["secret_arn"] and current["secret_arn"] != secret_arn:
+            _delete_secret_quietly(current["secret_arn"])  # a secret of the per-connection naming, now moved
         return Connected(row, created=False)
     connection_id = uuid7()
-    secret_arn = integration_secrets.store_access_token(provider, connection_id, access_token)
+    secret_arn = integration_secrets.store_access_token(provider, external_account_id, access_token)
     try:
         row = (
             conn.execute(
@@ -86,7 +92,7 @@ def connect(
                     status=ACTIVE,
                     connected_by_user_id=actor.user_id,
                 )
-                # Two organizations connecting the same account at once: the unique index lets one win.
+                # The account lock serializes connects; the unique index stays the last word.
                 .on_conflict_do_nothing(
                     index_elements=["provider", "external_account_id"],
                     index_where=integration_connections.c.status == ACTIVE,
@@ -100,26 +106,39 @@ def connect(
             raise _in_use()
         uow.commit()
     except BaseException:
-        _delete_secret_quietly(secret_arn)  # nothing in the database points at it
+        _delete_secret_quietly(secret_arn)  # nothing active points at it (we hold the account's lock)
         raise
     return Connected(dict(row), created=True)
 
 
 def disconnect(uow: UnitOfWork, actor: Actor, provider: str, connection_id: uuid.UUID) -> dict[str, Any]:
-    """Disconnect (idempotent): events for the account are dropped from now on, and its token is deleted
-    after the commit. 404 CONNECTION_NOT_FOUND for another organization's id or another provider's."""
+    """Disconnect (idempotent): events for the account are dropped from now on, and its token is deleted.
+    404 CONNECTION_NOT_FOUND for another organization's id or another provider's.
+
+    The secret is deleted before the commit, under the account's lock: after the commit another
+    organization may connect the account and write the same secret name, which a late delete would remove.
+    Should the commit then fail, the connection stays active without a token (its deliveries are dropped
+    as `no_secret`) until the owner disconnects again or reconnects."""
     conn = uow.connection
     found = conn.execute(
-        select(integration_connections.c.secret_arn, integration_connections.c.status)
-        .where(
+        select(
+            integration_connections.c.secret_arn,
+            integration_connections.c.status,
+            integration_connections.c.external_account_id,
+        ).where(
             integration_connections.c.id == connection_id,
             integration_connections.c.organization_id == actor.organization_id,
             integration_connections.c.provider == provider,
         )
-        .with_for_update()
     ).first()
     if found is None:
         raise NotFound("No such connection.", code="CONNECTION_NOT_FOUND")
+    _lock_account(conn, provider, found.external_account_id)
+    secret_arn = conn.execute(
+        select(integration_connections.c.secret_arn)
+        .where(integration_connections.c.id == connection_id)
+        .with_for_update()
+    ).scalar_one()
     row = (
         conn.execute(
             update(integration_connections)
@@ -135,9 +154,9 @@ def disconnect(uow: UnitOfWork, actor: Actor, provider: str, connection_id: uuid
         .mappings()
         .one()
     )
+    if secret_arn:
+        _delete_secret_quietly(secret_arn)
     uow.commit()
-    if found.secret_arn:
-        _delete_secret_quietly(found.secret_arn)
     return dict(row)
 
 
@@ -177,8 +196,14 @@ def _active_row(conn: Connection, provider: str, external_account_id: str, *, lo
     return dict(row) if row is not None else None
 
 
-def _touch(conn: Connection, connection_id: uuid.UUID, display_name: str | None) -> dict[str, Any]:
-    values: dict[str, Any] = {"updated_at": func.now()}
+def _lock_account(conn: Connection, provider: str, external_account_id: str) -> None:
+    """A transaction lock on one external account (released at commit or rollback)."""
+    key = f"integration:{provider}:{external_account_id}"
+    conn.execute(select(func.pg_advisory_xact_lock(func.hashtextextended(key, 0))))
+
+
+def _touch(conn: Connection, connection_id: uuid.UUID, display_name: str | None, secret_arn: str) -> dict[str, Any]:
+    values: dict[str, Any] = {"updated_at": func.now(), "secret_arn": secret_arn}
     if display_name is not None:
         values["display_name"] = display_name
     row = (

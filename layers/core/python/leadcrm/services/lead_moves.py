@@ -310,6 +310,10 @@ def update_lead(
     if not values:
         return public_lead(row)
     updated = update_lead_row(conn, row, values)
+    if edited:  # the lead's own fields are scoring inputs (services.scoring)
+        from leadcrm.services.scoring import rescore_leads  # scoring builds on this module
+
+        updated = {**updated, **rescore_leads(conn, actor.organization_id, [lead_id]).get(lead_id, {})}
     if move is not None:
         record_primary_move(uow, actor, move)
     record_activities(conn, activities)

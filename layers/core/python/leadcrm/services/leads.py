@@ -63,6 +63,9 @@ LEAD_COLUMNS = (
     leads.c.return_count,
     leads.c.last_contacted_at,
     leads.c.first_human_response_at,
+    leads.c.score,
+    leads.c.score_model_version,
+    leads.c.qualification_state,
     leads.c.status_changed_at,
     leads.c.created_at,
     leads.c.updated_at,
@@ -213,6 +216,8 @@ def _reopen_returning(
     """The dedup seam: the reopened lead when the match is a closed lead and the caller an entry point, else
     None (a duplicate). A lead reopened or won between the dedup read and the row lock is a duplicate too;
     `return_lead` wrote nothing then, so the caller may still go on in the same transaction."""
+    if existing.suppressed:
+        return None
     resolution = resolve_match(
         existing.status,
         existing.archived_at is not None,

@@ -18,7 +18,7 @@ from leadcrm.db.tables import lead_activity_events, leads, minisite_events, orga
 from leadcrm.domain.events import LEAD_CREATED, LEAD_STATUS_CHANGED
 from leadcrm.domain.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
 from leadcrm.ids import parse_uuid, uuid7
-from leadcrm.services import attribution, conversion, follow_ups, lead_task_closing, owner_departure, returning
+from leadcrm.services import attribution, conversion, follow_ups, lead_task_closing, owner_departure, returning, scoring
 
 logger = logging.getLogger(__name__)
 
@@ -28,10 +28,15 @@ LEAD_CREATED_ACTIVITY = "lead_created"
 def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> bool:
     """Apply one event; True when it changed something. Unknown types are acknowledged and ignored."""
     handler = _HANDLERS.get(detail_type)
-    if handler is None:
+    # Events about a lead whose scoring inputs changed also rescore it (services.scoring), beside their handler.
+    rescores = detail_type in scoring.RESCORING_EVENTS
+    if handler is None and not rescores:
         logger.info("ignoring event type", extra={"detailType": detail_type})
         return False
-    return handler(conn, detail)
+    changed = handler(conn, detail) if handler is not None else False
+    if rescores:
+        changed = scoring.handle_lead_changed(conn, detail) or changed
+    return changed
 
 
 def _record_lead_created(conn: Connection, detail: dict[str, Any]) -> bool:

@@ -40,7 +40,7 @@ from leadcrm.domain.call_outcomes import (
 )
 from leadcrm.domain.follow_ups import FollowUp, TouchFollowUpAction, plan_touch_follow_up
 from leadcrm.errors import BadRequest
-from leadcrm.services import consent, follow_ups
+from leadcrm.services import consent, follow_ups, scoring
 from leadcrm.services.activity import record_activity
 from leadcrm.services.lead_moves import LeadUpdate, update_lead
 from leadcrm.services.leads import LEAD_COLUMNS
@@ -116,7 +116,9 @@ def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -
         },
         actor.user_id,
     )
-    return TouchResult(applied=applied, lead=lead)
+    # A touch is an engagement input of the lead's score (services.scoring): recomputed in this unit of work.
+    rescored = scoring.rescore_leads(conn, actor.organization_id, [lead_id])
+    return TouchResult(applied=applied, lead={**lead, **rescored.get(lead_id, {})})
 
 
 def _stamp(conn: Any, actor: Actor, lead_id: uuid.UUID, touch: Touch, human: bool) -> dict[str, Any]:

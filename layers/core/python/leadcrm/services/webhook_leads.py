@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.adapters import integration_secrets, meta_graph
 from leadcrm.db.tables_ingestion import ingested_events, lead_attributions
 from leadcrm.db.uow import UnitOfWork
 from leadcrm.domain.ingestion import (
@@ -28,7 +26,7 @@ from leadcrm.domain.ingestion import (
     WHATSAPP_CHANNEL,
     WHATSAPP_PROVIDER,
     WHATSAPP_SOURCE,
-    LeadgenChange,
+    FetchedMetaLead,
     WhatsAppMessage,
     map_meta_lead,
     meta_campaign_hook,
@@ -43,9 +41,6 @@ from leadcrm.services.integrations import active_connection
 from leadcrm.services.leads import DuplicateLead, NewLead, intake_lead, record_receipt
 
 logger = logging.getLogger(__name__)
-
-LeadFetcher = Callable[[str, str], dict[str, Any]]  # (leadgen_id, access_token) -> Graph lead
-TokenReader = Callable[[str], str]  # secret ARN -> access token
 
 
 class Outcome(StrEnum):
@@ -96,20 +91,14 @@ class WebhookLead:
 # --- Meta Lead Ads (G6) ----------------------------------------------------------------------------------
 
 
-def ingest_leadgen(
-    change: LeadgenChange,
-    *,
-    fetch_lead: LeadFetcher = meta_graph.fetch_lead,
-    read_token: TokenReader = integration_secrets.read_access_token,
-) -> Ingested:
-    """One leadgen change: route by page, read the lead from Graph (outside any transaction), take it in."""
+def ingest_meta_lead(fetched: FetchedMetaLead) -> Ingested:
+    """One fetched Lead Ads lead (the graph_fetch function read it from Graph): route by page, take it in.
+    Nothing here calls Graph: the ingestion function runs in the VPC without internet access."""
+    change, graph_lead = fetched.change, fetched.graph_lead
     with UnitOfWork() as uow:
         connection = active_connection(uow.connection, META_PROVIDER, change.page_id)
-        if connection is None:
-            return Ingested(META_CHANNEL, change.leadgen_id, Outcome.NO_CONNECTION)
-        if _already_ingested(uow.connection, META_CHANNEL, change.leadgen_id):  # spare Graph a replay's call
-            return Ingested(META_CHANNEL, change.leadgen_id, Outcome.REPLAYED, connection.organization_id)
-    graph_lead = fetch_lead(change.leadgen_id, read_token(connection.secret_arn))
+    if connection is None:
+        return Ingested(META_CHANNEL, change.leadgen_id, Outcome.NO_CONNECTION)
     mapped = map_meta_lead(graph_lead)
     lead = WebhookLead(
         channel=META_CHANNEL,
@@ -193,7 +182,8 @@ def ingest(organization_id: uuid.UUID, lead: WebhookLead) -> Ingested:
             lead_id, outcome = intake.lead["id"], Outcome(intake.outcome.value)
         except DuplicateLead as duplicate:
             lead_id, outcome = duplicate.existing.id, Outcome.DUPLICATE
-            _record_resubmission(conn, organization_id, lead_id, lead, campaign_id)
+            if not duplicate.existing.suppressed:  # a pseudonymized person: nothing of what they sent is kept
+                _record_resubmission(conn, organization_id, lead_id, lead, campaign_id)
         conn.execute(
             insert(lead_attributions).values(
                 id=uuid7(),
@@ -224,17 +214,6 @@ def _claim(conn: Connection, organization_id: uuid.UUID, channel: str, external_
         .returning(ingested_events.c.external_ref)
     ).first()
     return claimed is not None
-
-
-def _already_ingested(conn: Connection, channel: str, external_ref: str) -> bool:
-    return (
-        conn.execute(
-            select(ingested_events.c.external_ref).where(
-                ingested_events.c.channel == channel, ingested_events.c.external_ref == external_ref
-            )
-        ).first()
-        is not None
-    )
 
 
 def _record_resubmission(

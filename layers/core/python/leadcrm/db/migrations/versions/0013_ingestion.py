@@ -38,10 +38,22 @@ def upgrade() -> None:
         sa.Column("disconnected_at", sa.DateTime(timezone=True), nullable=True),
         _now("created_at"),
         _now("updated_at"),
-        sa.CheckConstraint("provider IN ('meta_lead_ads', 'whatsapp_cloud')", name=op.f("ck_integration_connections_provider")),
+        sa.CheckConstraint(
+            "provider IN ('meta_lead_ads', 'whatsapp_cloud')", name=op.f("ck_integration_connections_provider")
+        ),
         sa.CheckConstraint("status IN ('active', 'disconnected')", name=op.f("ck_integration_connections_status")),
-        sa.ForeignKeyConstraint(["organization_id"], ["organizations.id"], name=op.f("fk_integration_connections_organization_id_organizations"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["connected_by_user_id"], ["users.id"], name=op.f("fk_integration_connections_connected_by_user_id_users"), ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["organization_id"],
+            ["organizations.id"],
+            name=op.f("fk_integration_connections_organization_id_organizations"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["connected_by_user_id"],
+            ["users.id"],
+            name=op.f("fk_integration_connections_connected_by_user_id_users"),
+            ondelete="SET NULL",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_integration_connections")),
     )
     op.create_index(
@@ -67,8 +79,15 @@ def upgrade() -> None:
         _now("received_at"),
         sa.CheckConstraint("channel IN ('meta_lead_ads', 'whatsapp')", name=op.f("ck_ingested_events_channel")),
         sa.CheckConstraint("outcome IN ('created', 'reopened', 'duplicate')", name=op.f("ck_ingested_events_outcome")),
-        sa.ForeignKeyConstraint(["organization_id"], ["organizations.id"], name=op.f("fk_ingested_events_organization_id_organizations"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["lead_id"], ["leads.id"], name=op.f("fk_ingested_events_lead_id_leads"), ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["organization_id"],
+            ["organizations.id"],
+            name=op.f("fk_ingested_events_organization_id_organizations"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["lead_id"], ["leads.id"], name=op.f("fk_ingested_events_lead_id_leads"), ondelete="SET NULL"
+        ),
         sa.PrimaryKeyConstraint("channel", "external_ref", name=op.f("pk_ingested_events")),
     )
     op.create_index("ix_ingested_events_lead", "ingested_events", ["lead_id"])
@@ -89,9 +108,21 @@ def upgrade() -> None:
         sa.Column("external_ref", sa.Text(), nullable=False),
         _now("created_at"),
         sa.CheckConstraint("channel IN ('meta_lead_ads', 'whatsapp')", name=op.f("ck_lead_attributions_channel")),
-        sa.ForeignKeyConstraint(["organization_id"], ["organizations.id"], name=op.f("fk_lead_attributions_organization_id_organizations"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["lead_id"], ["leads.id"], name=op.f("fk_lead_attributions_lead_id_leads"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["campaign_id"], ["lead_campaigns.id"], name=op.f("fk_lead_attributions_campaign_id_lead_campaigns"), ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["organization_id"],
+            ["organizations.id"],
+            name=op.f("fk_lead_attributions_organization_id_organizations"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["lead_id"], ["leads.id"], name=op.f("fk_lead_attributions_lead_id_leads"), ondelete="CASCADE"
+        ),
+        sa.ForeignKeyConstraint(
+            ["campaign_id"],
+            ["lead_campaigns.id"],
+            name=op.f("fk_lead_attributions_campaign_id_lead_campaigns"),
+            ondelete="SET NULL",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_lead_attributions")),
     )
     op.create_index("uq_lead_attributions_channel_ref", "lead_attributions", ["channel", "external_ref"], unique=True)
@@ -106,7 +137,12 @@ def upgrade() -> None:
         sa.Column("status", sa.Text(), server_default="awaiting_upload", nullable=False),
         sa.Column("file_name", sa.Text(), nullable=True),
         sa.Column("object_key", sa.Text(), nullable=False),
-        sa.Column("column_mapping", postgresql.JSONB(astext_type=sa.Text()), server_default=sa.text("'{}'::jsonb"), nullable=False),
+        sa.Column(
+            "column_mapping",
+            postgresql.JSONB(astext_type=sa.Text()),
+            server_default=sa.text("'{}'::jsonb"),
+            nullable=False,
+        ),
         sa.Column("rows_processed", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("created_count", sa.Integer(), server_default=sa.text("0"), nullable=False),
         sa.Column("duplicate_count", sa.Integer(), server_default=sa.text("0"), nullable=False),
@@ -124,8 +160,18 @@ def upgrade() -> None:
             name=op.f("ck_lead_import_jobs_status"),
         ),
         sa.CheckConstraint("rows_processed >= 0", name=op.f("ck_lead_import_jobs_rows_processed_not_negative")),
-        sa.ForeignKeyConstraint(["organization_id"], ["organizations.id"], name=op.f("fk_lead_import_jobs_organization_id_organizations"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["created_by_user_id"], ["users.id"], name=op.f("fk_lead_import_jobs_created_by_user_id_users"), ondelete="SET NULL"),
+        sa.ForeignKeyConstraint(
+            ["organization_id"],
+            ["organizations.id"],
+            name=op.f("fk_lead_import_jobs_organization_id_organizations"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["created_by_user_id"],
+            ["users.id"],
+            name=op.f("fk_lead_import_jobs_created_by_user_id_users"),
+            ondelete="SET NULL",
+        ),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_lead_import_jobs")),
     )
     op.create_index("ix_lead_import_jobs_org_created", "lead_import_jobs", ["organization_id", "created_at", "id"])
@@ -140,8 +186,18 @@ def upgrade() -> None:
         sa.Column("existing_lead_id", sa.Uuid(), nullable=True),
         sa.Column("errors", postgresql.JSONB(astext_type=sa.Text()), nullable=True),
         sa.CheckConstraint("outcome IN ('created', 'duplicate', 'invalid')", name=op.f("ck_lead_import_rows_outcome")),
-        sa.ForeignKeyConstraint(["job_id"], ["lead_import_jobs.id"], name=op.f("fk_lead_import_rows_job_id_lead_import_jobs"), ondelete="CASCADE"),
-        sa.ForeignKeyConstraint(["organization_id"], ["organizations.id"], name=op.f("fk_lead_import_rows_organization_id_organizations"), ondelete="CASCADE"),
+        sa.ForeignKeyConstraint(
+            ["job_id"],
+            ["lead_import_jobs.id"],
+            name=op.f("fk_lead_import_rows_job_id_lead_import_jobs"),
+            ondelete="CASCADE",
+        ),
+        sa.ForeignKeyConstraint(
+            ["organization_id"],
+            ["organizations.id"],
+            name=op.f("fk_lead_import_rows_organization_id_organizations"),
+            ondelete="CASCADE",
+        ),
         sa.PrimaryKeyConstraint("job_id", "row_number", name=op.f("pk_lead_import_rows")),
     )
     op.create_index("ix_lead_import_rows_job_outcome", "lead_import_rows", ["job_id", "outcome", "row_number"])
