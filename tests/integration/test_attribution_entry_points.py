@@ -16,11 +16,12 @@ from tests.support.ingestion_helpers import (
     csv_text,
     ctwa_referral,
     deliver,
+    deliver_leadgen,
     fresh_id,
     graph_lead,
     graph_stand_in,
     imports_path,
-    leadgen_payload,
+    leadgen_message,
     make_imports_bucket,
     run_queued_imports,
     upload,
@@ -50,7 +51,7 @@ def test_a_meta_lead_is_acquired_by_an_ad_on_its_forms_campaign_hook(graph, owne
     connect_page(owner, page)
     leadgen_id = fresh_id()
     graph.register(graph_lead(leadgen_id, platform="ig"))
-    assert deliver(webhook_message("meta.leadgen", leadgen_payload(page, leadgen_id))) == {"batchItemFailures": []}
+    assert deliver_leadgen(leadgen_message(page, leadgen_id)) == {"batchItemFailures": []}
     (lead,) = lead_rows(owner.org_id)
     (first,) = touches_of(lead["id"])
     assert (first["kind"], first["channel"], first["campaign_id"]) == ("ad", "instagram", lead["campaign_id"])
@@ -63,8 +64,8 @@ def test_a_known_persons_second_ad_lead_is_an_appended_touch_on_that_ads_hook(gr
     first_id, second_id = fresh_id(), fresh_id()
     graph.register(graph_lead(first_id, form_id="111"))
     graph.register(graph_lead(second_id, form_id="222"))
-    deliver(webhook_message("meta.leadgen", leadgen_payload(page, first_id, form_id="111")))
-    deliver(webhook_message("meta.leadgen", leadgen_payload(page, second_id, form_id="222")))
+    assert deliver_leadgen(leadgen_message(page, first_id, form_id="111")) == {"batchItemFailures": []}
+    assert deliver_leadgen(leadgen_message(page, second_id, form_id="222")) == {"batchItemFailures": []}
     (lead,) = lead_rows(owner.org_id)
     first, later = touches_of(lead["id"])
     assert first["campaign_id"] == lead["campaign_id"]  # the first form's hook stays the acquisition
