@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
-from bench import api_load, imports, intake, statements
+from bench import analytics, api_load, imports, intake, statements
 from bench.attention import measure_attention, report_lines, seed_attention
 from bench.database import bench_database
 from bench.measure import Latency
@@ -145,14 +145,20 @@ def measure_leads(ctx: Context) -> dict[str, Any]:
     return results
 
 
-# Every benchmark `make bench` runs, in order. Another area plugs its own in with one row, e.g.
-# Scenario("analytics", analytics.measure_analytics, analytics.report_lines) (bench/analytics.py).
+# Every benchmark `make bench` runs, in order. Another area plugs its own in with one row.
 SCENARIOS: list[Scenario] = [
     Scenario("imports", lambda ctx: imports.measure_imports(), imports.report_lines),
     Scenario("statements", lambda ctx: statements.measure_statements(ctx.org), statements.report_lines),
     Scenario("leads", measure_leads, lambda section: _leads_report(section)),
     Scenario("intake", lambda ctx: intake.measure_intake(), intake.report_lines),
     Scenario("apiLoad", lambda ctx: api_load.measure_api_load(ctx.url, ctx.org, log), api_load.report_lines),
+    Scenario(
+        "analytics",
+        lambda ctx: analytics.analytics_bench(
+            ctx.url, ctx.org.id, requests=ctx.requests, warmup=ctx.warmup, log=log
+        ),
+        analytics.report_lines,
+    ),
 ]
 
 

@@ -13,6 +13,17 @@ from api.schemas import CamelModel, OutModel
 IDEMPOTENCY_KEY_PATTERN = r"^[\x20-\x7e]{1,255}$"
 
 
+class UtmParameters(CamelModel):
+    """The page's utm_* query parameters, as the form read them: kept on the lead's first touch (never
+    overwritten by a later visit) and on the touch of a later submission."""
+
+    source: str | None = Field(default=None, max_length=200)
+    medium: str | None = Field(default=None, max_length=200)
+    campaign: str | None = Field(default=None, max_length=200)
+    term: str | None = Field(default=None, max_length=200)
+    content: str | None = Field(default=None, max_length=200)
+
+
 class PublicLeadBody(CamelModel):
     """A minisite submission. Same field rules as a staff create; no source, test flag or assignee.
 
@@ -29,6 +40,7 @@ class PublicLeadBody(CamelModel):
     campaign_ref: str | None = Field(default=None, max_length=64)
     # An event of this organization: its campaign is resolved on the server. Another id is ignored.
     minisite_event_id: uuid.UUID | None = None
+    utm: UtmParameters | None = None
     # A staff-path field: accepted so existing forms keep working, and always dropped.
     campaign_id: str | None = Field(default=None, max_length=64)
 

@@ -108,6 +108,25 @@ def test_the_first_send_moves_a_new_lead_to_contacted_and_stamps_the_outbound_ti
     assert len(outbox_events(lead["id"])) == 1
 
 
+def test_a_staff_members_first_email_is_the_leads_first_human_response_and_a_later_one_keeps_it(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    email_lead(owner, lead["id"], "First")
+    first = lead_row(lead["id"])
+    assert first["first_human_response_at"] is not None
+    assert first["last_contact_attempt_at"] is not None
+
+    email_lead(owner, lead["id"], "Second")
+    assert lead_row(lead["id"])["first_human_response_at"] == first["first_human_response_at"]
+
+
+def test_a_failed_email_is_no_human_response(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    with mock.patch("leadcrm.adapters.ses.send_mime", side_effect=_ses_failure):
+        email_lead(owner, lead["id"], "Hello", subject="Trial")
+    row = lead_row(lead["id"])
+    assert row["first_human_response_at"] is None and row["last_contact_attempt_at"] is None
+
+
 def test_a_send_leaves_a_lead_past_new_where_it_is(owner):
     lead = create_lead(owner, email="dana@example.com")
     call_api("PATCH", leads_path(owner.org_id, lead["id"]), sub=owner.sub, body={"status": "trial_booked"})

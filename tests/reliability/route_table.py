@@ -508,3 +508,38 @@ ROUTES.update(
         "POST /organizations/{orgId}/leads/{leadId}/pseudonymize": Row(MANAGER, 200, _lead),
     }
 )
+
+
+def _spend(w: OrgWorld, body: Any = None) -> Req:
+    campaign_id = w.campaign()
+    spend = w.api("POST", f"/leads/campaigns/{campaign_id}/spend", body=SPEND).data
+    return Req({"campaignId": campaign_id, "spendId": spend["id"]}, body=body)
+
+
+SPEND = {"periodStart": "2026-10-01", "periodEnd": "2026-10-31", "amount": "1200.00", "currency": "EUR"}
+
+ROUTES.update(
+    {
+        # -- analytics, attribution (staff); campaign spend (owner/admin) ------------------------------------
+        "GET /organizations/{orgId}/leads/analytics": Row(STAFF, 200, foreign=None),
+        "GET /organizations/{orgId}/leads/analytics/funnel": Row(STAFF, 200, foreign=None),
+        "GET /organizations/{orgId}/leads/analytics/response-times": Row(STAFF, 200, foreign=None),
+        "GET /organizations/{orgId}/leads/analytics/campaigns": Row(STAFF, 200, foreign=None),
+        "GET /organizations/{orgId}/leads/{leadId}/attribution": Row(STAFF, 200, _lead),
+        "PUT /organizations/{orgId}/leads/{leadId}/attribution": Row(
+            STAFF,
+            200,
+            lambda w: Req({"leadId": w.lead()}, body={"channel": "referral", "reason": "Told us on the phone"}),
+        ),
+        "GET /organizations/{orgId}/leads/campaigns/{campaignId}/spend": Row(
+            MANAGER, 200, lambda w: Req({"campaignId": w.campaign()})
+        ),
+        "POST /organizations/{orgId}/leads/campaigns/{campaignId}/spend": Row(
+            MANAGER, 201, lambda w: Req({"campaignId": w.campaign()}, body=SPEND)
+        ),
+        "PATCH /organizations/{orgId}/leads/campaigns/{campaignId}/spend/{spendId}": Row(
+            MANAGER, 200, lambda w: _spend(w, {"amount": "900.00"})
+        ),
+        "DELETE /organizations/{orgId}/leads/campaigns/{campaignId}/spend/{spendId}": Row(MANAGER, 204, _spend),
+    }
+)

@@ -156,7 +156,9 @@ def _record_resubmission(
 ) -> None:
     """The person came back while their lead is open (or won): their words are kept on a duplicate receipt,
     and staff see it on the timeline. A closed lead was reopened by `intake_lead` instead."""
-    receipt_id = record_receipt(conn, organization_id, lead_id, MINISITE_CHANNEL, submission.received, duplicate=True)
+    receipt_id = record_receipt(
+        conn, organization_id, lead_id, MINISITE_CHANNEL, submission.received, duplicate=True, campaign_id=campaign_id
+    )
     record_activity(
         conn,
         organization_id,

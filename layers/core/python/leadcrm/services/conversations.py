@@ -13,7 +13,8 @@ database transaction open and never loses the message:
    contact's last inbound message, the signed Reply-To, and the message row as `queued`. Committed before
    SES is called.
 2. `deliver`: one SES call (raw MIME, the thread's headers).
-3. `record_delivery`: `sent` with the SES message id (leads.last_outbound_at stamped; a new lead moved to
+3. `record_delivery`: `sent` with the SES message id (leads.last_outbound_at, last_contact_attempt_at and,
+   for a staff sender, the first first_human_response_at stamped; a new lead moved to
    contacted, best-effort), or `failed` with the error, and nothing else changed (spec "Notification
    fails": the failure is kept and shown in the thread and on the lead's timeline).
 
@@ -565,10 +566,15 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
             .values(subject=func.coalesce(conversations.c.subject, queued.store_subject))
         )
     if delivery.sent and queued.lead_id is not None:
+        stamps: dict[str, Any] = {"last_outbound_at": func.now(), "last_contact_attempt_at": func.now()}
+        if actor.user_id is not None:
+            # A staff member's own email is a human response (touches.py keeps the same rule for logged
+            # touches): the first one is kept, a later one never moves it.
+            stamps["first_human_response_at"] = func.coalesce(leads.c.first_human_response_at, func.now())
         conn.execute(
             update(leads)
             .where(leads.c.organization_id == actor.organization_id, leads.c.id == queued.lead_id)
-            .values(last_outbound_at=func.now())
+            .values(**stamps)
         )
         mark_contacted(uow, actor, queued.lead_id)
     return dict(message)

@@ -48,6 +48,7 @@ from leadcrm.domain.lead_import import (
 )
 from leadcrm.errors import BadRequest, Conflict, NotFound, Unprocessable
 from leadcrm.ids import uuid7
+from leadcrm.services.attribution import imported_first_touches
 from leadcrm.services.dedup import CANDIDATE_LIMIT
 from leadcrm.services.keyset import decode_keyset, encode_keyset
 from leadcrm.services.pipelines import default_new_stage
@@ -477,6 +478,7 @@ def _lead_values(lead_id: uuid.UUID, row: ImportRow, cells: dict[str, str], job_
         "locale": row.locale,
         "status_event_id": str(uuid7()),
         "receipt_id": str(uuid7()),
+        "touch_id": str(uuid7()),
         "payload": {"jobId": str(job_id), "rowNumber": row.row_number, "row": cells},
     }
 
@@ -490,6 +492,7 @@ _LEAD_ROW_COLUMNS = {
     "locale": Text,
     "status_event_id": Uuid,
     "receipt_id": Uuid,
+    "touch_id": Uuid,
     "payload": JSONB,
 }
 
@@ -497,7 +500,8 @@ _LEAD_ROW_COLUMNS = {
 def _insert_leads(
     conn: Connection, organization_id: uuid.UUID, actor_user_id: uuid.UUID | None, rows: list[dict[str, Any]]
 ) -> None:
-    """The chunk's leads, their first status events and their receipts: three statements whatever the size."""
+    """The chunk's leads, their first status events, their receipts and their first touches (attribution):
+    four statements whatever the size."""
     placement = default_new_stage(conn, organization_id)
     src = recordset("import_leads", "src", rows, _LEAD_ROW_COLUMNS)
     org, actor = literal(organization_id, Uuid), literal(actor_user_id, Uuid)
@@ -531,6 +535,8 @@ def _insert_leads(
             select(src.c.receipt_id, org, src.c.id, literal(IMPORT_CHANNEL), literal(False), src.c.payload),
         )
     )
+    src = recordset("import_touches", "src", rows, _LEAD_ROW_COLUMNS)
+    conn.execute(imported_first_touches(organization_id, src))
 
 
 _REPORT_COLUMNS = {"row_number": Integer, "outcome": Text, "lead_id": Uuid, "existing_lead_id": Uuid, "errors": JSONB}

@@ -26,6 +26,7 @@ from leadcrm.domain.returning import ReturnTouch, ReturnVia
 from leadcrm.errors import Conflict
 from leadcrm.ids import uuid7
 from leadcrm.services.activity import record_activity
+from leadcrm.services.attribution import append_receipt_touch, first_touch_insert
 from leadcrm.services.auto_tasks import create_contact_task
 from leadcrm.services.campaigns import require_attachable_campaign
 from leadcrm.services.dedup import ExistingLead, find_same_person, lock_person
@@ -177,7 +178,9 @@ def intake_lead(
             reopened = _reopen_returning(uow, organization_id, existing, new, actor_user_id, via)
             if reopened is None:
                 raise DuplicateLead(existing)
-            record_receipt(conn, organization_id, existing.id, channel, received or {}, duplicate=True)
+            record_receipt(
+                conn, organization_id, existing.id, channel, received or {}, duplicate=True, campaign_id=new.campaign_id
+            )
             return Intake(reopened, IntakeOutcome.REOPENED)
     placement = default_new_stage(conn, organization_id)
     lead = _insert_lead(conn, organization_id, new, placement, actor_user_id, channel, received or {})
@@ -248,7 +251,9 @@ def _insert_lead(
     received: dict[str, Any],
 ) -> dict[str, Any]:
     """The lead, its first status event (nothing -> new, at the lead's creation time) and its receipt, in
-    one statement: the status event and the receipt are data-modifying CTEs reading the inserted row."""
+    one statement: the status event, the receipt and the first touch (services.attribution) are
+    data-modifying CTEs reading the inserted row."""
+    receipt_id = uuid7()
     new_lead = (
         insert(leads)
         .values(
@@ -287,7 +292,7 @@ def _insert_lead(
     receipt = insert(lead_receipts).from_select(
         ["id", "organization_id", "lead_id", "channel", "duplicate", "payload", "received_at"],
         select(
-            literal(uuid7(), Uuid),
+            literal(receipt_id, Uuid),
             new_lead.c.organization_id,
             new_lead.c.id,
             literal(channel),
@@ -296,7 +301,17 @@ def _insert_lead(
             new_lead.c.created_at,
         ),
     )
-    statement = select(new_lead).add_cte(status_event.cte("status_event"), receipt.cte("receipt"))
+    first_touch = first_touch_insert(
+        new_lead,
+        source=new.source,
+        campaign_id=new.campaign_id,
+        entry_channel=channel,
+        received=received,
+        receipt_id=receipt_id,
+    )
+    statement = select(new_lead).add_cte(
+        status_event.cte("status_event"), receipt.cte("receipt"), first_touch.cte("first_touch")
+    )
     return dict(conn.execute(statement).mappings().one())
 
 
@@ -308,8 +323,10 @@ def record_receipt(
     received: dict[str, Any],
     *,
     duplicate: bool,
+    campaign_id: uuid.UUID | None = None,
 ) -> uuid.UUID:
-    """A receipt of what an entry point was sent, on an existing lead (a resubmission, an import row)."""
+    """A receipt of what an entry point was sent, on an existing lead (a resubmission, an import row), and
+    the touch it is in the lead's attribution log (with the campaign the entry point resolved, if any)."""
     receipt_id = uuid7()
     conn.execute(
         insert(lead_receipts).values(
@@ -320,5 +337,8 @@ def record_receipt(
             duplicate=duplicate,
             payload=received,
         )
+    )
+    append_receipt_touch(
+        conn, organization_id, lead_id, channel, received, campaign_id=campaign_id, receipt_id=receipt_id
     )
     return receipt_id

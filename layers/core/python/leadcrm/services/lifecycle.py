@@ -18,7 +18,7 @@ from leadcrm.db.tables import lead_activity_events, leads, minisite_events, orga
 from leadcrm.domain.events import LEAD_CREATED, LEAD_STATUS_CHANGED
 from leadcrm.domain.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
 from leadcrm.ids import parse_uuid, uuid7
-from leadcrm.services import conversion, follow_ups, lead_task_closing, owner_departure, returning, scoring
+from leadcrm.services import attribution, conversion, follow_ups, lead_task_closing, owner_departure, returning, scoring
 
 logger = logging.getLogger(__name__)
 
@@ -129,5 +129,6 @@ _HANDLERS = {
     MEMBERSHIP_JOIN_RELEASED: returning.handle_join_released,
     LEAD_STATUS_CHANGED: lead_task_closing.handle_lead_status_changed,
     LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
+    attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,
     owner_departure.MEMBERSHIP_STATUS_CHANGED: owner_departure.handle_membership_status_changed,
 }

@@ -67,6 +67,7 @@ from leadcrm.db.tables import (
     metadata,
     tasks,
 )
+from leadcrm.db.tables_analytics import lead_touches
 from leadcrm.db.tables_conversations import bulk_email_recipients, conversations, lead_consent_events
 from leadcrm.db.tables_qualification import lead_merges, lead_pseudonyms
 from leadcrm.db.uow import UnitOfWork
@@ -363,6 +364,20 @@ def move_bulk_recipients(ctx: MergeContext, reference: LeadReference) -> MovedRo
     return _move_unless_survivor_has(ctx, reference, "job_id")
 
 
+def move_touches(ctx: MergeContext, reference: LeadReference) -> MovedRows:
+    """One first touch per lead (its acquisition, services.attribution): the survivor keeps its own, and the
+    merged lead's first touch moves as a later touch (recorded, so an undo makes it a first touch again)."""
+    table = reference.table
+    demoted = ctx.conn.execute(
+        update(table)
+        .where(ctx.scoped(reference, ctx.merged_id), table.c.is_first)
+        .values(is_first=False)
+        .returning(table.c.id)
+    ).scalars()
+    ctx.changed.setdefault(f"{table.name}.is_first", []).extend({"id": str(touch_id)} for touch_id in demoted)
+    return generic_move(ctx, reference)
+
+
 def refuse_pseudonymized(ctx: MergeContext, reference: LeadReference) -> MovedRows:
     """Never reached with rows: merging a pseudonymized lead is refused before anything moves."""
     return []
@@ -378,6 +393,7 @@ SPECIAL_POLICIES: dict[str, Policy] = {
     lead_consent_events.name: copy_append_only,
     conversations.name: move_conversations,
     bulk_email_recipients.name: move_bulk_recipients,
+    lead_touches.name: move_touches,
 }
 # Policies whose recorded rows are copies: an undo deletes them instead of moving them back.
 COPYING_POLICIES = frozenset({copy_append_only})
@@ -747,6 +763,12 @@ def _restore_changed(conn: Connection, changed: dict[str, list[dict[str, Any]]],
             update(conversations)
             .where(conversations.c.id == uuid.UUID(row["id"]), conversations.c.lead_id == merged_id)
             .values(contact_key=row["contact_key"])
+        )
+    for row in changed.get(f"{lead_touches.name}.is_first", []):
+        conn.execute(
+            update(lead_touches)
+            .where(lead_touches.c.id == uuid.UUID(row["id"]), lead_touches.c.lead_id == merged_id)
+            .values(is_first=True)
         )
     for row in changed.get("tasks.cancelled", []):
         conn.execute(

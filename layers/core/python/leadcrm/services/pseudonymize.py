@@ -39,6 +39,7 @@ from leadcrm.db.tables import (
     memberships,
     tasks,
 )
+from leadcrm.db.tables_analytics import lead_touches
 from leadcrm.db.tables_conversations import (
     bulk_email_recipients,
     conversation_messages,
@@ -191,6 +192,7 @@ TABLE_POLICIES: dict[str, Scrub] = {
     # back; and which ad, form and campaign brought the lead: the organization's marketing, not the person.
     ingested_events.name: _keep,
     lead_attributions.name: _keep,
+    lead_touches.name: _keep,  # kinds, channels, campaigns, UTM parameters and ids: the marketing, not the person
     # Deals stay as figures, dates, stages and codes; their free text goes (the deals area's own rule).
     deals.name: forget_erased_lead,
     tickets.name: _delete_tickets,

@@ -221,7 +221,9 @@ def _record_resubmission(
 ) -> None:
     """The person's lead is open (or won): what they sent is kept on a duplicate receipt and staff see it on
     the timeline, as for a minisite resubmission. The lead's own fields and campaign are left as they are."""
-    receipt_id = record_receipt(conn, organization_id, lead_id, lead.channel, lead.received, duplicate=True)
+    receipt_id = record_receipt(
+        conn, organization_id, lead_id, lead.channel, lead.received, duplicate=True, campaign_id=campaign_id
+    )
     record_activity(
         conn,
         organization_id,

@@ -1,0 +1,226 @@
+"""Bodies of the analytics and attribution routes (`…/leads/analytics…`, `…/leads/{leadId}/attribution`,
+`…/leads/campaigns/{campaignId}/spend`)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Annotated, Any
+
+from pydantic import Field, model_validator
+
+from api.schemas import CamelModel, OutModel
+
+# -- reads ------------------------------------------------------------------------------------------------
+
+
+class PeriodOut(OutModel):
+    """The period the figures cover: the organization's local days `from`..`to` (both included), as instants."""
+
+    from_: date | None = Field(default=None, alias="from")
+    to: date | None = None
+    timezone: str
+    starts_at: datetime | None
+    ends_at: datetime | None
+
+
+class SourceCount(OutModel):
+    source: str
+    total: int
+    wins: int
+
+
+class StatusCount(OutModel):
+    status: str
+    total: int
+
+
+class CampaignCount(OutModel):
+    campaign_id: uuid.UUID | None
+    name: str
+    total: int
+    wins: int
+    win_rate: int
+
+
+class LeadAnalyticsOut(OutModel):
+    period: PeriodOut
+    total: int
+    wins: int  # converted + customer
+    converted: int
+    customers: int
+    conversion_rate: int  # whole percent
+    created_this_month: int
+    month_starts_at: datetime
+    by_source: list[SourceCount]
+    by_status: list[StatusCount]
+    by_campaign: list[CampaignCount]
+
+
+class FunnelStepOut(OutModel):
+    step: str
+    reached: int
+    conversion_from_previous: int | None
+
+
+class StageTimeOut(OutModel):
+    stage_id: uuid.UUID
+    name: str
+    category: str
+    pipeline_id: uuid.UUID
+    completed_stays: int
+    current: int
+    average_seconds: float | None
+
+
+class FunnelOut(OutModel):
+    period: PeriodOut
+    total: int
+    steps: list[FunnelStepOut]
+    stages: list[StageTimeOut]
+
+
+class ResponseTimesRow(OutModel):
+    month: str | None = None
+    leads: int
+    responded: int
+    median_seconds: float | None
+    p90_seconds: float | None
+
+
+class ResponseTimesOut(OutModel):
+    period: PeriodOut
+    counted: str
+    leads: int
+    responded: int
+    median_seconds: float | None
+    p90_seconds: float | None
+    by_month: list[ResponseTimesRow]
+
+
+class CreditOut(OutModel):
+    first_touch: float
+    last_touch: float
+    linear: float
+
+
+class CampaignAttributionOut(OutModel):
+    campaign_id: uuid.UUID | None
+    name: str
+    acquired: int
+    customers: int
+    spend: Decimal
+    cac: Decimal | None
+    credit: CreditOut
+
+
+class ChannelAttributionOut(OutModel):
+    channel: str
+    label: str
+    acquired: int
+    customers: int
+
+
+class AttributionReportOut(OutModel):
+    period: PeriodOut
+    window_days: int
+    currency: str | None
+    acquired: int
+    customers: int
+    spend: Decimal
+    campaigns: list[CampaignAttributionOut]
+    channels: list[ChannelAttributionOut]
+
+
+class UtmOut(OutModel):
+    source: str | None
+    medium: str | None
+    campaign: str | None
+    term: str | None
+    content: str | None
+
+
+class TouchOut(OutModel):
+    id: uuid.UUID
+    kind: str
+    channel: str
+    is_first: bool
+    occurred_at: datetime
+    campaign_id: uuid.UUID | None
+    utm: UtmOut
+    detail: dict[str, Any]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _utm_together(cls, row: Any) -> Any:
+        if isinstance(row, dict) and "utm" not in row:
+            row = {**row, "utm": {name: row.get(f"utm_{name}") for name in UtmOut.model_fields}}
+        return row
+
+
+class LeadAttributionOut(OutModel):
+    first_touch: TouchOut | None
+    touches: list[TouchOut]
+
+
+# -- writes -------------------------------------------------------------------------------------------------
+
+Channel = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_]*$")]
+
+
+class CorrectAttributionBody(CamelModel):
+    """A staff correction of the lead's acquisition: the channel (`direct_unknown` included), the campaign
+    (null: none) and why (kept on the timeline)."""
+
+    channel: Channel
+    campaign_id: uuid.UUID | None = None
+    reason: str = Field(min_length=1, max_length=500)
+
+
+Amount = Annotated[Decimal, Field(ge=0, max_digits=14, decimal_places=2)]
+Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$", description="ISO 4217, e.g. ILS, EUR, USD")]
+
+
+class SpendBody(CamelModel):
+    period_start: date
+    period_end: date
+    amount: Amount
+    currency: Currency
+    note: str | None = Field(default=None, max_length=500)
+
+    @model_validator(mode="after")
+    def _period_in_order(self) -> SpendBody:
+        if self.period_end < self.period_start:
+            raise ValueError("periodEnd is before periodStart")
+        return self
+
+
+class UpdateSpendBody(CamelModel):
+    period_start: date | None = None
+    period_end: date | None = None
+    amount: Amount | None = None
+    currency: Currency | None = None
+    note: str | None = Field(default=None, max_length=500)  # null clears it
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> UpdateSpendBody:
+        if not self.model_fields_set:
+            raise ValueError("give a period, an amount, a currency or a note")
+        for name in ("period_start", "period_end", "amount", "currency"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        return self
+
+
+class SpendOut(OutModel):
+    id: uuid.UUID
+    campaign_id: uuid.UUID
+    period_start: date
+    period_end: date
+    amount: Decimal
+    currency: str
+    note: str | None
+    created_by_user_id: uuid.UUID | None
+    created_at: datetime
+    updated_at: datetime
