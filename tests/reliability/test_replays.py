@@ -497,6 +497,31 @@ def _membership_status_changed(_: Stage) -> Delivery:
     )
 
 
+def _inbound_received(stage: Stage) -> Delivery:
+    """A lead's reply is one touch on its attribution log, however often the bus delivers the event."""
+    from leadcrm.domain.reply_addresses import AddressKind, AddressTarget, reply_address
+    from leadcrm.services import mail_keys
+    from tests.support.conversations_helpers import MAIL_DOMAIN, fixture_mail
+
+    world = make_world()
+    conversation_id = world.conversation()
+    lead_id = str(_scalar("SELECT lead_id FROM conversations WHERE id = :c", c=conversation_id))
+    target = AddressTarget(AddressKind.CONVERSATION, uuid.UUID(conversation_id))
+    _inbound_mail(
+        fixture_mail("gmail_reply_multipart_qp.eml", reply_address(mail_keys.signing_key(), target, MAIL_DOMAIN))
+    )()
+    record = _published(stage.lifecycle, "conversation.inbound_received", conversation_id)
+    return Delivery(
+        _to_task_lifecycle(record),
+        lambda: (_count("SELECT count(*) FROM lead_touches WHERE lead_id = :l", l=lead_id),),
+    )
+
+
+def _scalar(query: str, **params: Any) -> Any:
+    with get_engine().connect() as conn:
+        return conn.execute(text(query), params).scalar_one()
+
+
 ENTRIES = [
     Entry("api: public capture with Idempotency-Key", _public_capture),
     Entry("api: staff create with Idempotency-Key", _staff_create),
@@ -512,6 +537,7 @@ ENTRIES = [
     Entry("task_lifecycle: entitlement.activated", _entitlement_activated),
     Entry("task_lifecycle: membership.join_released", _join_released),
     Entry("task_lifecycle: membership.status_changed", _membership_status_changed),
+    Entry("task_lifecycle: conversation.inbound_received", _inbound_received),
     Entry("ingestion: Meta leadgen webhook", _meta_leadgen),
     Entry("ingestion: WhatsApp click-to-WhatsApp webhook", _whatsapp_ctwa),
     Entry("ingestion: SES inbound reply to a thread", _ses_reply),
