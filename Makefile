@@ -71,7 +71,7 @@ layer: install  ## the third-party dependencies layer in build/layer/python/ (pi
 	@du -sh $(LAYER_DIR)/python | sed 's/^/layer size (unzipped): /'
 
 migrate: install  ## applies migrations to DATABASE_URL (or DB_* settings)
-	$(BIN)/python -m leadcrm.db.migrate
+	$(BIN)/python -m leadcrm.platform.db.migrate
 
 QUEUE ?= ingestion
 redrive: install  ## moves the messages of a DLQ back to its queue in AWS (QUEUE=ingestion|task-lifecycle|graph-fetch; --status: python -m infra.redrive --status)

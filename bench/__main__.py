@@ -41,7 +41,7 @@ from bench.scenarios import (
     summarize_seconds,
 )
 from bench.seed import FULL, QUICK, Scale, seed, vacuum
-from leadcrm.db.engine import get_engine, pg8000_url
+from leadcrm.platform.db.engine import get_engine, pg8000_url
 
 RESULTS = Path(__file__).with_name("results.json")
 RESULTS_TABLE = Path(__file__).with_name("RESULTS.md")
@@ -56,8 +56,8 @@ def log(message: str) -> None:
 
 def _point_the_product_at(url: str) -> None:
     """The product's own engine and settings read DATABASE_URL: the services run exactly as in Lambda."""
-    from leadcrm.config import get_settings
-    from leadcrm.db.engine import dispose_engine
+    from leadcrm.platform.config import get_settings
+    from leadcrm.platform.db.engine import dispose_engine
 
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("AWS_REGION", "eu-west-1")
@@ -173,7 +173,7 @@ def main() -> int:
     log(f"bench: scale {scale.name} ({scale.total_leads:,} leads, {scale.big_org_leads:,} in the big organization)")
     with bench_database(scale.name, log) as url:
         _point_the_product_at(url)
-        from leadcrm.db.migrate import upgrade
+        from leadcrm.platform.db.migrate import upgrade
 
         migrate_started = time.perf_counter()
         upgrade()

@@ -28,11 +28,11 @@ from sqlalchemy import Connection, create_engine, text
 from sqlalchemy.pool import NullPool
 
 from bench.measure import time_calls
-from leadcrm.db.uow import UnitOfWork
-from leadcrm.domain.access import Actor
-from leadcrm.domain.analytics import DEFAULT_ATTRIBUTION_WINDOW, Period, month_start, period_of
-from leadcrm.services import analytics
-from leadcrm.services.attribution import attribution_report, build_journeys_query
+from leadcrm.analytics import reports as analytics
+from leadcrm.analytics.attribution import attribution_report, build_journeys_query
+from leadcrm.analytics.rules import DEFAULT_ATTRIBUTION_WINDOW, Period, month_start, period_of
+from leadcrm.directory.rules import Actor
+from leadcrm.platform.db.uow import UnitOfWork
 from tests.support.lead_list_helpers import explain, plan_nodes
 
 ANALYTICS_P95_TARGET_MS = 300.0
@@ -82,7 +82,7 @@ _STEPS = [
 def seed_analytics(url: str, log: Any = print) -> None:
     """The response stamps and touches, once (a bench_meta row 'analytics' marks it), then VACUUM ANALYZE so
     the analytics index is read without visiting the heap."""
-    from leadcrm.db.engine import pg8000_url
+    from leadcrm.platform.db.engine import pg8000_url
 
     engine = create_engine(pg8000_url(url), poolclass=NullPool)
     try:
@@ -110,7 +110,7 @@ def seed_analytics(url: str, log: Any = print) -> None:
 def _vacuum(url: str) -> None:
     """Index-only scans need the visibility map set: what earlier steps (the bulk move, a seed) left behind
     is cleared first, as `make bench` does before its own measures."""
-    from leadcrm.db.engine import pg8000_url
+    from leadcrm.platform.db.engine import pg8000_url
 
     engine = create_engine(pg8000_url(url), poolclass=NullPool, isolation_level="AUTOCOMMIT")
     try:
@@ -298,8 +298,8 @@ def report_lines(results: dict[str, Any]) -> list[str]:
 def owner_of(organization_id: uuid.UUID) -> tuple[Actor, str]:
     """The big organization's owner (bench/seed.py names staff `bench|<org>|<n>`; 0 is the owner)."""
     from bench.scenarios import OWNER_SUBJECT
-    from leadcrm.db.engine import get_engine
-    from leadcrm.services.access import resolve_actor
+    from leadcrm.directory.access import resolve_actor
+    from leadcrm.platform.db.engine import get_engine
 
     with get_engine().connect() as conn:
         return resolve_actor(conn, OWNER_SUBJECT, organization_id), OWNER_SUBJECT
@@ -317,8 +317,8 @@ def main() -> int:
     requests = max(200, int(os.environ.get("BENCH_REQUESTS", "200")))
     with bench_database(scale.name, log) as url:
         _point_the_product_at(url)
-        from leadcrm.db.engine import pg8000_url
-        from leadcrm.db.migrate import upgrade
+        from leadcrm.platform.db.engine import pg8000_url
+        from leadcrm.platform.db.migrate import upgrade
 
         upgrade()
         seed_engine = create_engine(pg8000_url(url), poolclass=NullPool)

@@ -25,18 +25,12 @@ from typing import Any
 from sqlalchemy import Connection, Engine, text
 
 from bench.measure import Latency, time_calls
-from leadcrm.db.uow import UnitOfWork
-from leadcrm.domain.access import Actor
-from leadcrm.domain.attention import Reason
-from leadcrm.domain.lead_list import AssignedToFilter
-from leadcrm.services.urgent_prompt import build_lead_count_query, build_task_counts_query, urgent_counts
-from leadcrm.services.work_queue import (
-    QueueFilters,
-    attention_window,
-    build_queue_query,
-    decode_queue_cursor,
-    queue_page,
-)
+from leadcrm.directory.rules import Actor
+from leadcrm.leads.rules.listing import AssignedToFilter
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.work.queue import QueueFilters, attention_window, build_queue_query, decode_queue_cursor, queue_page
+from leadcrm.work.rules.attention import Reason
+from leadcrm.work.urgent_prompt import build_lead_count_query, build_task_counts_query, urgent_counts
 from tests.support.lead_list_helpers import explain, plan_nodes
 
 PAGES_BEFORE_RESTART = 10

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from leadcrm.db.engine import pg8000_url
+from leadcrm.platform.db.engine import pg8000_url
 
 CLUSTER_DIR = Path(".local/bench-pg")
 # Memory and WAL for bulk seeding; nothing here changes the planner's choices.

@@ -43,9 +43,9 @@ def log(message: str) -> None:
 
 
 def _point_the_product_at(url: str) -> None:
-    from leadcrm.adapters.aws import reset_clients
-    from leadcrm.config import get_settings
-    from leadcrm.db.engine import dispose_engine
+    from leadcrm.platform.adapters.aws import reset_clients
+    from leadcrm.platform.config import get_settings
+    from leadcrm.platform.db.engine import dispose_engine
 
     os.environ.update(
         {
@@ -65,10 +65,10 @@ def _point_the_product_at(url: str) -> None:
 
 def _organization(name: str) -> tuple[Any, uuid.UUID]:
     """A new organization with an owner (the auto-task's assignee); (owner actor, default pipeline's new stage)."""
-    from leadcrm.db.engine import get_engine
-    from leadcrm.domain.access import LEAD_MANAGEMENT, Actor, Role
-    from leadcrm.services.directory import add_membership, create_organization, create_user
-    from leadcrm.services.pipelines import default_new_stage
+    from leadcrm.directory.provisioning import add_membership, create_organization, create_user
+    from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, Role
+    from leadcrm.pipelines.stages import default_new_stage
+    from leadcrm.platform.db.engine import get_engine
 
     with get_engine().begin() as conn:
         organization_id = create_organization(conn, name)
@@ -87,7 +87,7 @@ def _organization(name: str) -> tuple[Any, uuid.UUID]:
 
 def _raw_connection() -> Any:
     """A bare pg8000 connection to the same database, for the baselines (no SQLAlchemy in the loop)."""
-    from leadcrm.db.engine import get_engine
+    from leadcrm.platform.db.engine import get_engine
 
     return get_engine().raw_connection()
 
@@ -97,7 +97,7 @@ def _person(i: int, run: str) -> tuple[str, str, str]:
 
 
 def _raw_single_row_inserts(placement: Any, organization_id: uuid.UUID, rows: list[tuple[str, str, str]]) -> float:
-    from leadcrm.ids import uuid7
+    from leadcrm.platform.ids import uuid7
 
     raw = _raw_connection()
     try:
@@ -117,7 +117,7 @@ def _raw_single_row_inserts(placement: Any, organization_id: uuid.UUID, rows: li
 
 
 def _raw_multi_row_inserts(placement: Any, organization_id: uuid.UUID, rows: list[tuple[str, str, str]]) -> float:
-    from leadcrm.ids import uuid7
+    from leadcrm.platform.ids import uuid7
 
     raw = _raw_connection()
     try:
@@ -164,9 +164,9 @@ def _sqs_batches(bodies: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 def bench_meta(count: int) -> dict[str, Any]:
     from ingestion.handler import lambda_handler
-    from leadcrm.db.uow import UnitOfWork
-    from leadcrm.domain.ingestion import LeadgenChange, fetched_lead_payload
-    from leadcrm.services.integrations import connect
+    from leadcrm.ingestion.connections import connect
+    from leadcrm.ingestion.rules.meta import LeadgenChange, fetched_lead_payload
+    from leadcrm.platform.db.uow import UnitOfWork
 
     run = uuid.uuid4().hex[:8]
     actor, placement = _organization(f"Bench Meta {run}")
@@ -216,8 +216,8 @@ def bench_meta(count: int) -> dict[str, Any]:
 def _count_leads(organization_id: uuid.UUID) -> int:
     from sqlalchemy import func, select
 
-    from leadcrm.db.engine import get_engine
-    from leadcrm.db.tables import leads
+    from leadcrm.leads.tables import leads
+    from leadcrm.platform.db.engine import get_engine
 
     with get_engine().connect() as conn:
         return conn.execute(
@@ -230,16 +230,16 @@ def _count_leads(organization_id: uuid.UUID) -> int:
 
 def bench_csv(rows: int) -> dict[str, Any]:
     from ingestion.handler import lambda_handler
-    from leadcrm.adapters.aws import client
-    from leadcrm.db.uow import UnitOfWork
-    from leadcrm.services.lead_imports import create_import, get_import, start_import
+    from leadcrm.ingestion.csv_import import create_import, get_import, start_import
+    from leadcrm.platform.adapters.aws import client
+    from leadcrm.platform.db.uow import UnitOfWork
 
     run = uuid.uuid4().hex[:8]
     s3, sqs = client("s3"), client("sqs")
     s3.create_bucket(Bucket="bench-imports", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
     os.environ["LEAD_IMPORTS_BUCKET"] = "bench-imports"
     os.environ["INGESTION_QUEUE_URL"] = sqs.create_queue(QueueName="bench-ingestion")["QueueUrl"]
-    from leadcrm.config import get_settings
+    from leadcrm.platform.config import get_settings
 
     get_settings.cache_clear()
     actor, _ = _organization(f"Bench CSV {run}")
@@ -315,12 +315,12 @@ def main() -> int:
     csv_rows = int(os.environ.get("BENCH_CSV_ROWS", "100000"))
     with bench_database("ingestion", log) as url:
         _point_the_product_at(url)
-        from leadcrm.db.migrate import upgrade
+        from leadcrm.platform.db.migrate import upgrade
 
         upgrade()
         log(f"meta: {meta_leads:,} leadgen deliveries through the ingestion handler …")
         with mock_aws():
-            from leadcrm.adapters.aws import client
+            from leadcrm.platform.adapters.aws import client
 
             client("events").create_event_bus(Name="leadcrm-events")
             meta = bench_meta(meta_leads)

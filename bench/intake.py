@@ -23,8 +23,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from leadcrm.db.engine import get_engine
-from leadcrm.ids import uuid7
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
 
 ENQUIRIES = 300
 BASELINE = "raw INSERT, one row per transaction"
@@ -32,8 +32,8 @@ BASELINE = "raw INSERT, one row per transaction"
 
 def _organization() -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:
     """A fresh organization with its default pipeline: (organization, pipeline, new stage)."""
-    from leadcrm.services.directory import create_organization
-    from leadcrm.services.pipelines import ensure_default_pipeline
+    from leadcrm.directory.provisioning import create_organization
+    from leadcrm.pipelines.stages import ensure_default_pipeline
 
     with get_engine().begin() as conn:
         organization_id = create_organization(conn, f"bench intake {uuid.uuid4().hex[:8]}", timezone="UTC")
@@ -78,8 +78,8 @@ def raw_multi(n: int) -> float:
 
 
 def capture_service(n: int) -> float:
-    from leadcrm.db.uow import UnitOfWork
-    from leadcrm.services.capture import PublicSubmission, capture_lead
+    from leadcrm.leads.capture import PublicSubmission, capture_lead
+    from leadcrm.platform.db.uow import UnitOfWork
 
     organization_id, _, _ = _organization()
     started = time.perf_counter()
@@ -121,8 +121,8 @@ def measure_intake(n: int = ENQUIRIES) -> dict[str, Any]:
 
     from moto import mock_aws
 
-    from leadcrm.adapters.aws import reset_clients
-    from leadcrm.config import get_settings
+    from leadcrm.platform.adapters.aws import reset_clients
+    from leadcrm.platform.config import get_settings
 
     os.environ.setdefault("CAPTURE_LIMIT_PER_ORG_PER_MINUTE", str(n * 2))
     get_settings.cache_clear()

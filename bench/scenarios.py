@@ -12,10 +12,10 @@ from typing import Any
 from sqlalchemy import Connection, text
 
 from bench.measure import Latency, summarize, time_calls
-from leadcrm.db.engine import get_engine
-from leadcrm.db.uow import UnitOfWork
-from leadcrm.domain.access import Actor
-from leadcrm.domain.lead_list import (
+from leadcrm.directory.access import resolve_actor
+from leadcrm.directory.rules import Actor
+from leadcrm.leads.queries import build_list_query, get_lead, list_leads
+from leadcrm.leads.rules.listing import (
     ArchivedFilter,
     AssignedToFilter,
     LeadListFilters,
@@ -24,8 +24,8 @@ from leadcrm.domain.lead_list import (
     decode_cursor,
     parse_search,
 )
-from leadcrm.services.access import resolve_actor
-from leadcrm.services.lead_queries import build_list_query, get_lead, list_leads
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.db.uow import UnitOfWork
 from tests.support.lead_list_helpers import explain, indexes_used_on, seq_scans_on
 
 # A scenario pages forward through the list like a user scrolling, then starts over.
@@ -351,7 +351,7 @@ def measure_bulk_move(org: BigOrg, *, size: int, runs: int) -> BulkMoveRun | str
     """bulk_move_stage of `size` leads of the Sales pipeline (primary or secondary placements) to Callback,
     timed inside its unit of work, then rolled back (never committed) so every run starts from the seed."""
     try:
-        from leadcrm.services.bulk_moves import bulk_move_stage
+        from leadcrm.leads.bulk_moves import bulk_move_stage
     except ImportError as error:  # the move helper is someone else's module; report rather than crash
         return f"not measured: {error}"
     target = org.stage_ids["callback"]

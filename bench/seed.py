@@ -20,7 +20,7 @@ from typing import Any
 
 from sqlalchemy import Engine, text
 
-from leadcrm.domain.statuses import DEFAULT_PIPELINE_NAME, DEFAULT_STAGES
+from leadcrm.pipelines.rules.statuses import DEFAULT_PIPELINE_NAME, DEFAULT_STAGES
 
 
 @dataclass(frozen=True)

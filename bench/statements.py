@@ -19,7 +19,7 @@ from typing import Any
 from sqlalchemy import event
 
 from bench.scenarios import OWNER_SUBJECT, BigOrg
-from leadcrm.db.engine import get_engine
+from leadcrm.platform.db.engine import get_engine
 
 
 @dataclass(frozen=True)
@@ -41,8 +41,8 @@ class Scratch:
 
 
 def _scratch_org() -> Scratch:
-    from leadcrm.domain.access import Role
-    from leadcrm.services.directory import add_membership, create_organization, create_user
+    from leadcrm.directory.provisioning import add_membership, create_organization, create_user
+    from leadcrm.directory.rules import Role
 
     subject = f"bench-scratch|{uuid.uuid4()}"
     with get_engine().begin() as conn:
@@ -140,13 +140,13 @@ def probes(org: BigOrg, scratch: Scratch) -> list[Probe]:
 def measure_statements(org: BigOrg) -> dict[str, Any]:
     from moto import mock_aws
 
-    from leadcrm.adapters.aws import reset_clients
+    from leadcrm.platform.adapters.aws import reset_clients
 
     reset_clients()
     with mock_aws():
         import boto3
 
-        from leadcrm.config import get_settings
+        from leadcrm.platform.config import get_settings
 
         boto3.client("events", region_name="eu-west-1").create_event_bus(Name=get_settings().event_bus_name)
         scratch = _scratch_org()

@@ -36,8 +36,8 @@ FAKE_AWS_ENV = {
 
 
 def _clear_cached_configuration() -> None:
-    from leadcrm.adapters.aws import reset_clients
-    from leadcrm.config import get_settings
+    from leadcrm.platform.adapters.aws import reset_clients
+    from leadcrm.platform.config import get_settings
 
     reset_clients()
     get_settings.cache_clear()
@@ -104,9 +104,9 @@ def postgres_server_url(private_postgres: LocalPostgres | None) -> str:
 @pytest.fixture(scope="session", autouse=True)
 def database_url(postgres_server_url: str, fake_aws_environment: dict[str, str | None]) -> Iterator[str]:
     """The test database, migrated to head; DATABASE_URL points at it for the whole session."""
-    from leadcrm.config import get_settings
-    from leadcrm.db.engine import dispose_engine
-    from leadcrm.db.migrate import upgrade
+    from leadcrm.platform.config import get_settings
+    from leadcrm.platform.db.engine import dispose_engine
+    from leadcrm.platform.db.migrate import upgrade
 
     name = throwaway_database_name()
     url = create_database(postgres_server_url, name)

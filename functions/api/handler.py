@@ -18,36 +18,17 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from api.analytics import analytics, attribution
+from api.conversations import bulk_email, consent, conversations
+from api.deals import deals, handovers
 from api.http import error_response, json_response
-from api.routers import (
-    analytics,
-    attribution,
-    bulk_email,
-    campaigns,
-    capture,
-    consent,
-    conversations,
-    conversion,
-    deals,
-    erase,
-    follow_ups,
-    handovers,
-    integrations,
-    lead_imports,
-    lead_moves,
-    lead_reads,
-    leads,
-    merges,
-    pipelines,
-    qualification,
-    queue,
-    returning,
-    tags,
-    tasks,
-    tickets,
-    urgent_prompt,
-)
-from leadcrm.errors import AppError
+from api.ingestion import integrations, lead_imports
+from api.leads import campaigns, capture, conversion, erase, lead_moves, lead_reads, leads, returning, tags
+from api.pipelines import pipelines
+from api.qualification import merges, qualification
+from api.tickets import tickets
+from api.work import follow_ups, queue, tasks, urgent_prompt
+from leadcrm.platform.errors import AppError
 
 logger = Logger(service="leadcrm")
 # A response that breaks its own schema is our bug: a 500, never blamed on the request.
@@ -134,7 +115,7 @@ def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddle
 app.use(middlewares=[require_object_body])
 
 
-# Every error is `{"error": {"code", "message", …}}` (leadcrm.errors); validation failures are our 400, never
+# Every error is `{"error": {"code", "message", …}}` (leadcrm.platform.errors); validation failures are our 400, never
 # the resolver's own 422 body, and any route may answer these (bad input, no token, a gate, an unknown id,
 # a conflict, a reused Idempotency-Key, our own failure).
 ERROR_SCHEMA = {

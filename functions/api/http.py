@@ -8,11 +8,11 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from pydantic import BaseModel
 
-from leadcrm.db.uow import UnitOfWork
-from leadcrm.domain.access import Actor
-from leadcrm.errors import AppError, Forbidden, NotFound, Unauthenticated
-from leadcrm.ids import parse_uuid
-from leadcrm.services.access import resolve_actor
+from leadcrm.directory.access import resolve_actor
+from leadcrm.directory.rules import Actor
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import AppError, Forbidden, NotFound, Unauthenticated
+from leadcrm.platform.ids import parse_uuid
 
 
 def auth_subject(app: APIGatewayHttpResolver) -> str:

@@ -9,8 +9,8 @@ from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
 
 from api.http import json_response
-from leadcrm.db.uow import UnitOfWork
-from leadcrm.services import idempotency
+from leadcrm.platform import idempotency
+from leadcrm.platform.db.uow import UnitOfWork
 
 REPLAYED_HEADER = {"Idempotent-Replayed": "true"}
 

@@ -28,8 +28,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from leadcrm.adapters import ingestion_queue, integration_secrets, meta_graph
-from leadcrm.domain.ingestion import META_CHANNEL, META_PROVIDER, LeadgenChange, fetched_lead_payload, leadgen_changes
+from leadcrm.ingestion import meta_graph
+from leadcrm.ingestion.rules.meta import (
+    META_CHANNEL,
+    META_PROVIDER,
+    LeadgenChange,
+    fetched_lead_payload,
+    leadgen_changes,
+)
+from leadcrm.platform.adapters import ingestion_queue, integration_secrets
 
 logger = Logger(service="leadcrm")
 metrics = Metrics(namespace="LeadCRM", service="leadcrm")

@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from ingestion import processors
-from leadcrm.services.inbound_email import receive_from_s3
+from leadcrm.conversations.inbound_email import receive_from_s3
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)

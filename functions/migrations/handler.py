@@ -18,7 +18,7 @@ logger = Logger()
 
 @logger.inject_lambda_context
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, str]:
-    from leadcrm.db.migrate import upgrade
+    from leadcrm.platform.db.migrate import upgrade
 
     upgrade()
     logger.info("migrations applied")

@@ -14,17 +14,17 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from leadcrm.db.uow import UnitOfWork
-from leadcrm.services.bulk_email import run_bulk_email
-from leadcrm.services.deal_rotting import run_rotting_sweep
-from leadcrm.services.digest import run_daily_digest
-from leadcrm.services.lifecycle import handle_event
-from leadcrm.services.merges import purge_expired_snapshots
-from leadcrm.services.outbox import relay_unpublished
-from leadcrm.services.qualification import run_nurture_reevaluation
-from leadcrm.services.rate_limits import delete_expired_counters
-from leadcrm.services.scoring import run_rescore_job
-from leadcrm.services.ticket_sweep import run_ticket_sweep
+from leadcrm.conversations.bulk_email import run_bulk_email
+from leadcrm.deals.rotting import run_rotting_sweep
+from leadcrm.leads.rate_limits import delete_expired_counters
+from leadcrm.lifecycle_reactions import handle_event
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.outbox import relay_unpublished
+from leadcrm.qualification.merges import purge_expired_snapshots
+from leadcrm.qualification.qualification import run_nurture_reevaluation
+from leadcrm.qualification.scoring import run_rescore_job
+from leadcrm.tickets.sweep import run_ticket_sweep
+from leadcrm.work.digest import run_daily_digest
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)

@@ -14,7 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from leadcrm.domain.meta_webhooks import handshake_challenge, signature_is_valid
+from leadcrm.ingestion.rules.webhooks import handshake_challenge, signature_is_valid
 from webhooks.secrets import meta_secrets
 
 logger = Logger(service="leadcrm")
@@ -42,7 +42,7 @@ def _raw_body(event: dict[str, Any]) -> bytes:
 
 
 def _enqueue(kind: str, payload: Any) -> str:
-    from leadcrm.adapters.aws import client
+    from leadcrm.platform.adapters.aws import client
 
     message = {"kind": kind, "receivedAt": datetime.now(UTC).isoformat(), "payload": payload}
     response = client("sqs").send_message(

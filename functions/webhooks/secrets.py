@@ -29,7 +29,7 @@ def meta_secrets() -> MetaSecrets:
         return _cached[1]
     arn = os.environ.get("META_SECRET_ARN")
     if arn:
-        from leadcrm.adapters.aws import client
+        from leadcrm.platform.adapters.aws import client
 
         data = json.loads(client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
         secrets = MetaSecrets(app_secret=data.get("appSecret", ""), verify_token=data.get("verifyToken", ""))

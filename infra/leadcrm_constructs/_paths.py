@@ -15,4 +15,4 @@ ASSET_EXCLUDES = ["**/__pycache__", "**/*.pyc", "**/*.egg-info", "**/.pytest_cac
 DEPENDENCIES_LAYER_DIR = REPO_ROOT / "build" / "layer"
 DEPENDENCIES_LAYER_PLACEHOLDER_DIR = REPO_ROOT / "infra" / "layer-placeholder"
 DEPENDENCIES_LAYER_REQUIREMENTS = REPO_ROOT / "infra" / "layer-requirements.txt"
-MIGRATIONS_DIR = CORE_LAYER_DIR / "python" / "leadcrm" / "db" / "migrations"
+MIGRATIONS_DIR = CORE_LAYER_DIR / "python" / "leadcrm" / "platform" / "db" / "migrations"

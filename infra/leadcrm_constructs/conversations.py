@@ -2,7 +2,7 @@
 
 - A Secrets Manager secret holds the HMAC key (generated at deploy: `{"key": "…"}`). The API (signs the
   Reply-To of 1:1 mail), ingestion (verifies replies) and task_lifecycle (signs bulk mail) read it;
-  `leadcrm.services.mail_keys` caches it for five minutes. Rotation is by hand, without breaking replies
+  `leadcrm.platform.mail_keys` caches it for five minutes. Rotation is by hand, without breaking replies
   to older mail: put `{"keys": ["<new>", "<old>"]}` (the first signs, all verify), drop the old one later.
 - The API sends 1:1 conversation mail through SES v2 SendEmail from MAIL_FROM, like the digest.
 - Bulk mail links to the public unsubscribe route, so task_lifecycle learns the API's URL.

@@ -1,5 +1,5 @@
 """The pseudonym key: the master key pseudonymized erasure hashes emails and phones with (per organization,
-see leadcrm.domain.pseudonyms), and dedup recognizes a pseudonymized person with.
+see leadcrm.leads.rules.pseudonyms), and dedup recognizes a pseudonymized person with.
 
 Every function that dedups leads reads it (api, ingestion, task_lifecycle: each can create leads). It is
 generated once and never rotated: a new key would make every stored token unrecognizable.

@@ -58,7 +58,7 @@ class QueuePoller(threading.Thread):
         self._stopping.set()
 
     def run(self) -> None:
-        from leadcrm.adapters.aws import client
+        from leadcrm.platform.adapters.aws import client
 
         sqs = client("sqs")
         while not self._stopping.is_set():

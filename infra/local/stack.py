@@ -84,7 +84,7 @@ class LocalStack:
         os.environ["GRAPH_FETCH_QUEUE_URL"] = self.resources.graph_fetch_queue_url
         os.environ["LEAD_IMPORTS_BUCKET"] = aws.IMPORTS_BUCKET
 
-        from leadcrm.db.migrate import upgrade
+        from leadcrm.platform.db.migrate import upgrade
 
         upgrade()
         self.lambdas.load()
@@ -167,9 +167,9 @@ class LocalStack:
         """The demo organization of earlier runs (kept in the data dir), or a new one."""
         from sqlalchemy import select
 
-        from leadcrm.db.engine import get_engine
-        from leadcrm.db.tables import organizations, users
-        from leadcrm.ids import parse_uuid
+        from leadcrm.directory.tables import organizations, users
+        from leadcrm.platform.db.engine import get_engine
+        from leadcrm.platform.ids import parse_uuid
 
         saved = self.data_dir / "demo.json"
         if saved.exists():
@@ -195,9 +195,9 @@ class LocalStack:
 
     # --- local-only routes -----------------------------------------------------------------------------
     def create_org(self, data: dict[str, Any]) -> Reply:
-        from leadcrm.db.engine import get_engine
-        from leadcrm.domain.access import Role
-        from leadcrm.services.directory import add_membership, create_organization, create_user
+        from leadcrm.directory.provisioning import add_membership, create_organization, create_user
+        from leadcrm.directory.rules import Role
+        from leadcrm.platform.db.engine import get_engine
 
         name = str(data.get("name") or "Demo Studio")
         timezone = str(data.get("timezone") or "UTC")
@@ -221,11 +221,11 @@ class LocalStack:
     def create_local_user(self, data: dict[str, Any]) -> Reply:
         from sqlalchemy import select
 
-        from leadcrm.db.engine import get_engine
-        from leadcrm.db.tables import organizations
-        from leadcrm.domain.access import Role
-        from leadcrm.ids import parse_uuid
-        from leadcrm.services.directory import add_membership, create_user
+        from leadcrm.directory.provisioning import add_membership, create_user
+        from leadcrm.directory.rules import Role
+        from leadcrm.directory.tables import organizations
+        from leadcrm.platform.db.engine import get_engine
+        from leadcrm.platform.ids import parse_uuid
 
         role = data.get("role", "member")
         if role not in ROLES:
@@ -253,7 +253,7 @@ class LocalStack:
         return _json(201, {"data": {"userId": str(user_id), "token": self.authority.issue(subject, email)}})
 
     def deliver_email(self, raw: bytes) -> Reply:
-        from leadcrm.adapters.aws import client
+        from leadcrm.platform.adapters.aws import client
 
         if not raw.strip():
             return _error(400, "VALIDATION_FAILED", "Send a raw RFC 822 message as the body.")
@@ -265,7 +265,7 @@ class LocalStack:
         return _json(200, {"data": aws.sent_emails()})
 
     def put_event(self, data: dict[str, Any]) -> Reply:
-        from leadcrm.adapters.aws import client
+        from leadcrm.platform.adapters.aws import client
 
         if not isinstance(data.get("detailType"), str) or not isinstance(data.get("detail"), dict):
             return _error(400, "VALIDATION_FAILED", "Send {detailType: string, detail: object, source?: string}.")
@@ -295,9 +295,9 @@ class LocalStack:
         return _json(200, {"data": self.scheduler.run_now(job)})
 
     def idle(self, data: dict[str, Any]) -> Reply:
-        from leadcrm.adapters.aws import client
-        from leadcrm.db.engine import get_engine
-        from leadcrm.services.outbox import unpublished_count
+        from leadcrm.platform.adapters.aws import client
+        from leadcrm.platform.db.engine import get_engine
+        from leadcrm.platform.outbox import unpublished_count
 
         sqs = client("sqs")
         waiting = {}

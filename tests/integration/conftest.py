@@ -24,8 +24,8 @@ META_VERIFY_TOKEN = "test-meta-verify-token"
 
 
 def _settings_changed() -> None:
-    from leadcrm.adapters.aws import reset_clients
-    from leadcrm.config import get_settings
+    from leadcrm.platform.adapters.aws import reset_clients
+    from leadcrm.platform.config import get_settings
 
     get_settings.cache_clear()
     reset_clients()

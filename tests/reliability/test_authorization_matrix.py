@@ -73,7 +73,7 @@ def _aws(event_bus, ingestion_queue, monkeypatch):
     """What the routes use, as the stack provides it: the bus (events after commit), the ingestion queue (an
     import's start), the imports bucket (its upload URL), a verified sender (conversation mail) and the
     pseudonymization key."""
-    from leadcrm.services import pseudonym_tokens
+    from leadcrm.leads import pseudonym_tokens
     from tests.integration.conftest import _settings_changed
     from tests.support.conversations_helpers import verify_sender
     from tests.support.ingestion_helpers import make_imports_bucket

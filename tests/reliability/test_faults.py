@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select, text, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import organizations, staff_digest_deliveries
+from leadcrm.directory.tables import organizations
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.work.tables import staff_digest_deliveries
 from tests.support.api import call_api
 from tests.support.aws import EVENT_BUS, Queue, aws_client, make_event_bus, make_queue, route_bus_to_queue
 from tests.support.erase_helpers import make_task
@@ -127,13 +128,13 @@ DIGEST_RECORDS = frozenset({"staff_digest_deliveries"})
 
 
 def test_ses_failing_for_one_mail_records_it_and_sends_the_others(tokyo):
-    from leadcrm.services.digest import run_daily_digest
+    from leadcrm.work.digest import run_daily_digest
 
     aws_client("sesv2").create_email_identity(EmailIdentity="mail.leadcrm.local")
     calls: list[str] = []
 
     def flaky(to_address: str, subject: str, body: str) -> str:
-        from leadcrm.adapters.ses import send_email
+        from leadcrm.platform.adapters.ses import send_email
 
         calls.append(to_address)
         if len(calls) == 2:
@@ -149,7 +150,7 @@ def test_ses_failing_for_one_mail_records_it_and_sends_the_others(tokyo):
 
 def test_ses_down_for_the_whole_run_fails_no_job_and_loses_nothing(tokyo):
     """No verified identity: SES refuses every mail; the scheduled job still ends normally."""
-    from leadcrm.services.digest import run_daily_digest
+    from leadcrm.work.digest import run_daily_digest
 
     before = org_fingerprint(tokyo.id, ignoring=DIGEST_RECORDS)
     result = run_daily_digest(TOKYO_MORNING)

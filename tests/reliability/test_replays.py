@@ -24,8 +24,9 @@ import pytest
 from sqlalchemy import func, select, text
 
 from infra.local.graph import LocalGraph
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import leads, minisite_events, pipeline_stages, pipelines
+from leadcrm.leads.tables import leads, minisite_events
+from leadcrm.pipelines.tables import pipeline_stages, pipelines
+from leadcrm.platform.db.engine import get_engine
 from tests.support.api import ApiResponse, call_api
 from tests.support.aws import Queue
 from tests.support.capture_helpers import capture, lead_count, receipts_of
@@ -364,8 +365,8 @@ def _inbound_mail(raw: bytes) -> Callable[[], int]:
 
 
 def _ses_reply(_: Stage) -> Delivery:
-    from leadcrm.domain.reply_addresses import AddressKind, AddressTarget, reply_address
-    from leadcrm.services import mail_keys
+    from leadcrm.conversations.rules.reply_addresses import AddressKind, AddressTarget, reply_address
+    from leadcrm.platform import mail_keys
     from tests.support.conversations_helpers import MAIL_DOMAIN, fixture_mail
 
     world = make_world()
@@ -499,8 +500,8 @@ def _membership_status_changed(_: Stage) -> Delivery:
 
 def _inbound_received(stage: Stage) -> Delivery:
     """A lead's reply is one touch on its attribution log, however often the bus delivers the event."""
-    from leadcrm.domain.reply_addresses import AddressKind, AddressTarget, reply_address
-    from leadcrm.services import mail_keys
+    from leadcrm.conversations.rules.reply_addresses import AddressKind, AddressTarget, reply_address
+    from leadcrm.platform import mail_keys
     from tests.support.conversations_helpers import MAIL_DOMAIN, fixture_mail
 
     world = make_world()
@@ -602,7 +603,7 @@ def test_a_meta_notification_delivered_three_times_is_accepted_and_consumed_each
 
 
 def test_every_event_task_lifecycle_handles_has_a_replay_row():
-    from leadcrm.services.lifecycle import _HANDLERS
+    from leadcrm.lifecycle_reactions import _HANDLERS
 
     rows = {entry.name.removeprefix("task_lifecycle: ").split(" ")[0] for entry in ENTRIES}
     assert set(_HANDLERS) - rows == set(), "task_lifecycle consumers without a row in ENTRIES"

@@ -10,10 +10,9 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import lead_activity_events, lead_status_events, leads
-from leadcrm.db.tables_analytics import lead_touches
-from leadcrm.ids import uuid7
+from leadcrm.leads.tables import lead_activity_events, lead_status_events, lead_touches, leads
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
 from tests.support.api import ApiResponse, call_api
 from tests.support.lead_list_helpers import Board
 

@@ -9,9 +9,11 @@ from typing import Any
 
 from sqlalchemy import insert, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import leads, organizations, tasks
-from leadcrm.ids import uuid7
+from leadcrm.directory.tables import organizations
+from leadcrm.leads.tables import leads
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
+from leadcrm.work.tables import tasks
 from tests.support.lead_list_helpers import Board
 
 # Every test pins "now" (services take a `now`); routes use the real clock, so route tests use times

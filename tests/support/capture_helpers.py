@@ -8,16 +8,10 @@ from typing import Any
 
 from sqlalchemy import func, insert, select
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import (
-    lead_activity_events,
-    lead_campaigns,
-    lead_receipts,
-    leads,
-    minisite_events,
-    tasks,
-)
-from leadcrm.ids import uuid7
+from leadcrm.leads.tables import lead_activity_events, lead_campaigns, lead_receipts, leads, minisite_events
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
+from leadcrm.work.tables import tasks
 from tests.support.api import ApiResponse, invoke
 from tests.support.events import http_api_event
 

@@ -12,13 +12,10 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import lead_consents, memberships, outbox
-from leadcrm.db.tables_conversations import (
-    conversation_messages,
-    conversations,
-    lead_consent_events,
-)
+from leadcrm.conversations.tables import conversation_messages, conversations, lead_consent_events, lead_consents
+from leadcrm.directory.tables import memberships
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.tables import outbox
 from tests.support.api import ApiResponse, call_api, leads_path
 from tests.support.aws import aws_client
 from tests.support.events import lambda_context, sqs_event, sqs_record
@@ -144,7 +141,7 @@ def set_thread_columns(conversation_id: Any, **values: Any) -> None:
 
 def set_inbound(conversation_id: Any, external_message_id: str, body: str = "A reply") -> None:
     """An inbound message as recordInbound leaves it (for tests about what comes after one)."""
-    from leadcrm.ids import uuid7
+    from leadcrm.platform.ids import uuid7
 
     thread = thread_row(conversation_id)
     with get_engine().begin() as conn:

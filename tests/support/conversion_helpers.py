@@ -9,18 +9,12 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import (
-    lead_tag_assignments,
-    lead_tags,
-    leads,
-    memberships,
-    organizations,
-    outbox,
-    users,
-)
-from leadcrm.ids import uuid7
-from leadcrm.services.pipelines import default_new_stage
+from leadcrm.directory.tables import memberships, organizations, users
+from leadcrm.leads.tables import lead_tag_assignments, lead_tags, leads
+from leadcrm.pipelines.stages import default_new_stage
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
+from leadcrm.platform.tables import outbox
 from tests.support.api import ApiResponse, call_api, leads_path
 from tests.support.events import eventbridge_envelope, sqs_event, sqs_record
 from tests.support.factories import StaffCaller, make_membership

@@ -11,7 +11,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
-from leadcrm.db.engine import pg8000_url
+from leadcrm.platform.db.engine import pg8000_url
 
 
 def throwaway_database_name() -> str:

@@ -8,11 +8,13 @@ from typing import Any
 
 from sqlalchemy import insert, select, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import lead_activity_events, outbox, tasks
-from leadcrm.db.tables_deals import deal_history, deals
-from leadcrm.ids import uuid7
-from leadcrm.services.deal_pipelines import get_deal_pipeline
+from leadcrm.deals.pipelines import get_deal_pipeline
+from leadcrm.deals.tables import deal_history, deals
+from leadcrm.leads.tables import lead_activity_events
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
+from leadcrm.platform.tables import outbox
+from leadcrm.work.tables import tasks
 from tests.support.api import ApiResponse, call_api, leads_path
 from tests.support.factories import StaffCaller
 

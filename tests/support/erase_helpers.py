@@ -8,9 +8,10 @@ from typing import Any
 
 from sqlalchemy import bindparam, insert, select, text, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import outbox, tasks
-from leadcrm.ids import uuid7
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
+from leadcrm.platform.tables import outbox
+from leadcrm.work.tables import tasks
 from tests.support.events import eventbridge_envelope, sqs_event, sqs_record
 
 LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"

@@ -13,9 +13,9 @@ from typing import Any
 
 from sqlalchemy import Connection, insert
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import memberships, organizations, users
-from leadcrm.ids import uuid7
+from leadcrm.directory.tables import memberships, organizations, users
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
 
 LEAD_MANAGEMENT_ON = {"lead_management": True}
 

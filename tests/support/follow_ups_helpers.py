@@ -7,8 +7,10 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import lead_consents, organizations, tasks
+from leadcrm.conversations.tables import lead_consents
+from leadcrm.directory.tables import organizations
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.work.tables import tasks
 from tests.support.api import ApiResponse, call_api, leads_path
 from tests.support.factories import StaffCaller
 

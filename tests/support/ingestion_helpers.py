@@ -11,9 +11,10 @@ from typing import Any
 from sqlalchemy import func, select
 
 from infra.local.graph import LocalGraph, serve
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import lead_receipts, leads, tasks
-from leadcrm.db.tables_ingestion import ingested_events, integration_connections, lead_attributions
+from leadcrm.ingestion.tables import ingested_events, integration_connections, lead_attributions
+from leadcrm.leads.tables import lead_receipts, leads
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.work.tables import tasks
 from tests.support.api import call_api
 from tests.support.events import lambda_context, sqs_event, sqs_record
 
@@ -22,7 +23,7 @@ from tests.support.events import lambda_context, sqs_event, sqs_record
 def graph_stand_in(monkeypatch: Any) -> Iterator[LocalGraph]:
     """Meta Graph's lead endpoint over real HTTP, where META_GRAPH_BASE_URL points, with connection tokens
     read afresh from Secrets Manager (the moto of this test)."""
-    from leadcrm.adapters.integration_secrets import forget_cached_tokens
+    from leadcrm.platform.adapters.integration_secrets import forget_cached_tokens
 
     stand_in = LocalGraph()
     forget_cached_tokens()
@@ -287,8 +288,8 @@ def emitted_metrics(captured_stdout: str) -> list[str]:
 def wide_pool(monkeypatch: Any, size: int = 12) -> Iterator[None]:
     """The product's engine with room for `size` connections (a Lambda has one): for race tests, whose
     threads each run a whole unit of work through the real services."""
-    from leadcrm.config import get_settings
-    from leadcrm.db.engine import dispose_engine
+    from leadcrm.platform.config import get_settings
+    from leadcrm.platform.db.engine import dispose_engine
 
     monkeypatch.setenv("DB_POOL_SIZE", str(size))
     get_settings.cache_clear()

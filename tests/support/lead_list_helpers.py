@@ -13,18 +13,11 @@ from sqlalchemy import Connection, insert
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.expression import ClauseElement, Executable
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import (
-    lead_campaigns,
-    lead_pipeline_placements,
-    lead_tag_assignments,
-    lead_tags,
-    leads,
-    pipeline_stages,
-    pipelines,
-)
-from leadcrm.domain.statuses import StageCategory
-from leadcrm.ids import uuid7
+from leadcrm.leads.tables import lead_campaigns, lead_pipeline_placements, lead_tag_assignments, lead_tags, leads
+from leadcrm.pipelines.rules.statuses import StageCategory
+from leadcrm.pipelines.tables import pipeline_stages, pipelines
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
 
 
 class ExplainJson(Executable, ClauseElement):

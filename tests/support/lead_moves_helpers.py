@@ -13,19 +13,13 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import (
-    lead_activity_events,
-    lead_pipeline_placements,
-    lead_status_events,
-    leads,
-    outbox,
-    pipeline_stages,
-    pipelines,
-)
-from leadcrm.domain.statuses import DEFAULT_STAGES
-from leadcrm.ids import uuid7
-from leadcrm.services.pipelines import ensure_default_pipeline
+from leadcrm.leads.tables import lead_activity_events, lead_pipeline_placements, lead_status_events, leads
+from leadcrm.pipelines.rules.statuses import DEFAULT_STAGES
+from leadcrm.pipelines.stages import ensure_default_pipeline
+from leadcrm.pipelines.tables import pipeline_stages, pipelines
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
+from leadcrm.platform.tables import outbox
 from tests.support.api import ApiResponse, call_api, leads_path
 from tests.support.factories import StaffCaller
 

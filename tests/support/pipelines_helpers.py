@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import lead_pipeline_placements
-from leadcrm.ids import uuid7
+from leadcrm.leads.tables import lead_pipeline_placements
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
 from tests.support.api import ApiResponse, call_api, leads_path
 from tests.support.factories import StaffCaller
 

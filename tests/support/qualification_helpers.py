@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy import select
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import leads
-from leadcrm.db.tables_qualification import lead_merges
+from leadcrm.leads.tables import leads
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.qualification.tables import lead_merges
 from tests.support.api import ApiResponse, call_api, leads_path
 from tests.support.factories import StaffCaller
 

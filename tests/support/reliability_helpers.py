@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import text
 
-from leadcrm.db.engine import get_engine
+from leadcrm.platform.db.engine import get_engine
 from tests.support.api import ApiResponse, call_api
 from tests.support.factories import Organization, make_membership, make_organization, make_user
 
@@ -188,7 +188,7 @@ class OrgWorld:
 
     def survey_token(self) -> str:
         """A closed ticket's survey link token, as the sweep mails it (the table keeps its digest)."""
-        from leadcrm.services.ticket_sweep import token_digest
+        from leadcrm.tickets.sweep import token_digest
 
         ticket_id, token = self.ticket("closed"), uuid.uuid4().hex
         with get_engine().begin() as conn:
@@ -227,8 +227,8 @@ class OrgWorld:
         return self.api("POST", "/bulk-emails", body=body).data["id"]
 
     def unsubscribe_token(self) -> str:
-        from leadcrm.domain.reply_addresses import unsubscribe_token
-        from leadcrm.services import mail_keys
+        from leadcrm.conversations.rules.reply_addresses import unsubscribe_token
+        from leadcrm.platform import mail_keys
 
         return unsubscribe_token(mail_keys.signing_keys()[0], uuid.UUID(self.emailable_lead()))
 
@@ -318,15 +318,9 @@ def in_days(days: float) -> str:
 # write shows), and the organization's own row (its settings, e.g. the default assignee). Built from the
 # schema, so a new area's tables are covered the day they land.
 def _fingerprint_queries() -> tuple[str, ...]:
-    import importlib
-    import pkgutil
+    from leadcrm.platform.db.schema import all_tables
 
-    import leadcrm.db as db_package
-    from leadcrm.db.columns import metadata
-
-    for module in pkgutil.iter_modules(db_package.__path__):
-        if module.name.startswith("tables"):
-            importlib.import_module(f"leadcrm.db.{module.name}")
+    metadata = all_tables()
     owned = sorted(t.name for t in metadata.sorted_tables if "organization_id" in t.c)
     return (
         "SELECT to_jsonb(o)::text FROM organizations o WHERE id = :o",
@@ -373,7 +367,7 @@ def in_containers(work: Callable[[], Any], count: int, *, timeout: float = 60) -
     results = context.Queue()
 
     def container(slot: int) -> None:
-        import leadcrm.db.engine as engine_module
+        import leadcrm.platform.db.engine as engine_module
 
         engine_module._engine = None  # never touch the parent's pooled connection: build one of our own
         try:

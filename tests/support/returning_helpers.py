@@ -8,9 +8,12 @@ from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import lead_activity_events, lead_status_events, leads, outbox, pipeline_stages, users
-from leadcrm.ids import uuid7
+from leadcrm.directory.tables import users
+from leadcrm.leads.tables import lead_activity_events, lead_status_events, leads
+from leadcrm.pipelines.tables import pipeline_stages
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.ids import uuid7
+from leadcrm.platform.tables import outbox
 from tests.support.api import ApiResponse, call_api, leads_path
 from tests.support.factories import StaffCaller
 from tests.support.lead_moves_helpers import Pipeline

@@ -8,11 +8,11 @@ from typing import Any
 
 from sqlalchemy import select, update
 
-from leadcrm.db.engine import get_engine
-from leadcrm.db.tables import organizations
-from leadcrm.db.tables_tickets import ticket_events, ticket_mails, ticket_surveys, tickets
-from leadcrm.db.uow import UnitOfWork
-from leadcrm.domain.access import Actor, Role, enabled_features
+from leadcrm.directory.rules import Actor, Role, enabled_features
+from leadcrm.directory.tables import organizations
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.tickets.tables import ticket_events, ticket_mails, ticket_surveys, tickets
 from tests.support.api import ApiResponse, call_api
 from tests.support.factories import LEAD_MANAGEMENT_ON, StaffCaller
 
@@ -61,7 +61,7 @@ def set_timezone(org_id: uuid.UUID, timezone: str) -> None:
 
 def configure(org_id: uuid.UUID, **changes: Any) -> None:
     """Helpdesk settings through the service (business_hours, holidays, sla_policies, auto_close_hours, …)."""
-    from leadcrm.services import ticket_config
+    from leadcrm.tickets import config as ticket_config
 
     with UnitOfWork() as uow:
         ticket_config.update_settings(uow.connection, org_id, changes)
@@ -77,8 +77,8 @@ def in_uow(function: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def new_ticket(org_id: uuid.UUID, at: datetime, **fields: Any) -> dict[str, Any]:
-    from leadcrm.domain.ticket_routing import Channel
-    from leadcrm.services import tickets as service
+    from leadcrm.tickets import tickets as service
+    from leadcrm.tickets.rules.routing import Channel
 
     values = {"subject": "Cannot book a class", "description": "", "channel": Channel.PHONE, **fields}
     return in_uow(service.create_ticket, org_id, service.NewTicket(**values), now=at)

@@ -1,0 +1,135 @@
+"""Bulk email to an audience of leads, run as a job (issue 7), and its public unsubscribe route.
+
+- `POST /organizations/{orgId}/bulk-emails` (staff): resolves the audience into recipients now (leads
+  without email consent or address are skipped and reported) and answers 202 with the job; the
+  `bulk_email` scheduled job sends within the SES rate. `GET …/bulk-emails/{jobId}` shows its progress.
+- `GET /unsubscribe/{token}` (public): a page with a confirm button (a GET never unsubscribes: mail
+  scanners follow links); `POST /unsubscribe/{token}` (public; the List-Unsubscribe-Post one-click target)
+  revokes the lead's email consent. The token is signed: a forged or altered one changes nothing.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.conversations.schemas_conversations import BulkAudience, BulkEmailBody, BulkEmailJob
+from api.http import caller, entity_id, json_response
+from api.schemas import Envelope
+from leadcrm.conversations import bulk_email
+from leadcrm.conversations.rules.reply_addresses import parse_unsubscribe_token
+from leadcrm.directory.access import require_staff
+from leadcrm.leads.rules.listing import LeadListFilters, parse_search, unique
+from leadcrm.platform import mail_keys
+from leadcrm.platform.db.uow import UnitOfWork
+
+router = APIGatewayHttpRouter()
+
+TAGS = ["Bulk email"]
+HTML = "text/html; charset=utf-8"
+
+
+def audience_of(body: BulkAudience) -> bulk_email.Audience:
+    stage_ids = unique([*(body.stage_ids or []), *([body.stage_id] if body.stage_id else [])])
+    filters = LeadListFilters(
+        statuses=tuple(s.value for s in unique(body.statuses)),
+        pipeline_id=body.pipeline_id,
+        stage_ids=stage_ids,
+        tag_ids=unique(body.include_tag_ids),
+        campaign_id=body.campaign_id,
+        archived=body.archived,
+        assigned_to=body.assigned_to,
+        is_test=body.is_test,
+        search=parse_search(body.search),
+    )
+    return bulk_email.Audience(
+        filters=filters,
+        lead_ids=unique(body.lead_ids),
+        exclude_tag_ids=unique(body.exclude_tag_ids),
+        described=body.model_dump(mode="json", by_alias=True, exclude_defaults=True),
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/bulk-emails",
+    tags=TAGS,
+    summary="Mail an audience of leads (staff)",
+    description="Broadcast, not conversations: no thread is written and no lead moves; a reply lands in "
+    "the lead's thread. Leads whose email consent is revoked, or without an address, are skipped and "
+    "reported (`skippedLeads`, first 100, and the counts). Answers 202: sending runs as a job within the "
+    "SES sending rate; poll `GET …/bulk-emails/{id}`.",
+    responses={
+        202: {"description": "The job, queued"},
+        400: {"description": "AUDIENCE_EMPTY, AUDIENCE_TOO_LARGE, VALIDATION_FAILED"},
+    },
+)
+def create_bulk_email(orgId: str, body: Annotated[BulkEmailBody, Body()]) -> Response[Envelope[BulkEmailJob]]:
+    audience = audience_of(body.audience)
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        job = bulk_email.create_job(uow.connection, actor, body.subject, body.body, audience)
+        uow.commit()
+    return json_response(202, Envelope[BulkEmailJob](data=BulkEmailJob.model_validate(job)))
+
+
+@router.get(
+    "/organizations/<orgId>/bulk-emails/<jobId>",
+    tags=TAGS,
+    summary="A bulk email's progress (staff)",
+    responses={200: {"description": "OK"}, 404: {"description": "BULK_EMAIL_NOT_FOUND"}},
+)
+def read_bulk_email(orgId: str, jobId: str) -> Envelope[BulkEmailJob]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        job = bulk_email.job_view(uow.connection, actor.organization_id, entity_id(jobId, "BULK_EMAIL_NOT_FOUND"))
+    return Envelope[BulkEmailJob](data=BulkEmailJob.model_validate(job))
+
+
+def _page(status: int, title: str, text: str, form_action: str | None = None) -> Response[str]:
+    form = (
+        f'<form method="post" action="{escape(form_action)}"><button type="submit">Unsubscribe</button></form>'
+        if form_action
+        else ""
+    )
+    html = (
+        f'<!doctype html><html><head><meta charset="utf-8"><meta name="robots" content="noindex">'
+        f"<title>{escape(title)}</title></head><body><h1>{escape(title)}</h1><p>{escape(text)}</p>{form}</body></html>"
+    )
+    return Response(status_code=status, content_type=HTML, body=html)
+
+
+_INVALID = ("Link not valid", "This unsubscribe link is not valid.")
+
+
+# Pages for people, success and failure alike (an invalid link is a 404 page, not our JSON error).
+PAGES = {
+    status: {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+    for status, description in ((200, "The page"), (404, "Link not valid (a page)"))
+}
+
+
+@router.get(
+    "/unsubscribe/<token>", tags=TAGS, summary="Unsubscribe page (public)", include_in_schema=True, responses=PAGES
+)
+def unsubscribe_page(token: str) -> Response[str]:
+    if parse_unsubscribe_token(token, mail_keys.signing_keys()) is None:
+        return _page(404, *_INVALID)
+    return _page(200, "Unsubscribe", "Stop receiving these emails?", form_action=f"/unsubscribe/{token}")
+
+
+@router.post(
+    "/unsubscribe/<token>",
+    tags=TAGS,
+    summary="Unsubscribe (public, one-click)",
+    description="RFC 8058 one-click target of List-Unsubscribe-Post: revokes the lead's email consent.",
+    responses=PAGES,
+)
+def unsubscribe(token: str) -> Response[str]:
+    lead_id = parse_unsubscribe_token(token, mail_keys.signing_keys())
+    if lead_id is None or not bulk_email.unsubscribe(lead_id):
+        return _page(404, *_INVALID)
+    return _page(200, "Unsubscribed", "You will not receive these emails any more.")

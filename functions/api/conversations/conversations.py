@@ -1,0 +1,281 @@
+"""Conversations (staff): threads, messages, send email, internal notes, read and assign (issue 7).
+
+`/organizations/{orgId}/conversations…`, behind the same staff gate as the CRM. Another organization's
+thread, lead or member answers 404 exactly like a random id. Sending answers 201 with the message as it
+ended: `sent` with the provider's id, or `failed` with the error (the message is kept either way).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.conversations.schemas_conversations import (
+    AssignBody,
+    Conversation,
+    ConversationPatchBody,
+    ConversationWithMessage,
+    Message,
+    NoteBody,
+    OpenConversationBody,
+    SendMessageBody,
+)
+from api.http import caller, entity_id, json_response
+from api.idempotent import REPLAYED_HEADER
+from api.schemas import Envelope, ListEnvelope
+from leadcrm.conversations import threads as service
+from leadcrm.conversations.rules.messages import MAX_CURSOR_LENGTH, Channel, ConversationStatus, decode_keyset_cursor
+from leadcrm.directory.access import require_staff
+from leadcrm.directory.rules import Actor
+from leadcrm.platform import idempotency
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import Conflict
+
+router = APIGatewayHttpRouter()
+
+BASE = "/organizations/<orgId>/conversations"
+THREAD = f"{BASE}/<conversationId>"
+TAGS = ["Conversations"]
+NOT_FOUND = {404: {"description": "CONVERSATION_NOT_FOUND"}}
+# A route that names responses documents its success status itself (the resolver adds 200 only otherwise).
+OK = {200: {"description": "OK"}, **NOT_FOUND}
+SEND_RESPONSES = {
+    201: {"description": "Sent (or failed and kept: `status: failed`), or the first outcome replayed"},
+    400: {"description": "CONTACT_HAS_NO_EMAIL, CHANNEL_NOT_SUPPORTED"},
+    403: {"description": "LEAD_CHANNEL_BLOCKED (the lead revoked email), MEMBER_EMAIL_OPTED_OUT"},
+    **NOT_FOUND,
+}
+
+
+class AssignedFilter(StrEnum):
+    """Resolved on the server: `me` is the caller, never an id the client sends."""
+
+    ME = "me"
+    UNASSIGNED = "unassigned"
+
+
+def _with_message(thread: dict, message: dict | None) -> ConversationWithMessage:
+    return ConversationWithMessage(
+        conversation=Conversation.model_validate(thread),
+        message=Message.model_validate(message) if message is not None else None,
+    )
+
+
+@router.post(
+    BASE,
+    tags=TAGS,
+    summary="Find or create a contact's thread, and send a first message (staff)",
+    description="Idempotent on (organization, channel, contact): the same lead or member always gets the same "
+    "thread (201 when it was made, 200 when it existed). With `body`, the message is sent (201) through the "
+    "gates of `POST …/messages`.",
+    responses={
+        **SEND_RESPONSES,
+        200: {"description": "The thread existed (no body: nothing sent)"},
+        404: {"description": "LEAD_NOT_FOUND, MEMBER_NOT_FOUND"},
+    },
+)
+def open_conversation(
+    orgId: str,
+    body: Annotated[OpenConversationBody, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
+) -> Response[Envelope[ConversationWithMessage]]:
+    def thread_of(uow: UnitOfWork, actor: Actor) -> uuid.UUID:
+        thread, _ = service.open_thread(
+            uow.connection, actor, body.channel, lead_id=body.lead_id, membership_id=body.membership_id
+        )
+        return thread["id"]
+
+    if body.body is not None:
+        return _send(orgId, thread_of, body.body, body.subject, idempotency_key, body.model_dump(mode="json"))
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        row, created = service.open_thread(
+            uow.connection, actor, body.channel, lead_id=body.lead_id, membership_id=body.membership_id
+        )
+        thread = service.get_thread(uow.connection, actor.organization_id, row["id"])
+        uow.commit()
+    return json_response(201 if created else 200, Envelope[ConversationWithMessage](data=_with_message(thread, None)))
+
+
+@router.get(
+    BASE,
+    tags=TAGS,
+    summary="The inbox: threads, newest activity first (staff)",
+    description="Filters combine with AND: `status` (open/closed), `assignedTo` (`me` or `unassigned`), "
+    "`unread=true`, `leadId`, `channel`. Keyset pages: pass `nextCursor` back as `cursor`.",
+)
+def inbox(
+    orgId: str,
+    status: Annotated[ConversationStatus | None, Query()] = None,
+    assignedTo: Annotated[AssignedFilter | None, Query()] = None,
+    unread: Annotated[bool, Query()] = False,
+    leadId: Annotated[uuid.UUID | None, Query()] = None,
+    channel: Annotated[Channel | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE_SIZE)] = service.DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+) -> ListEnvelope[Conversation]:
+    filters = service.InboxFilters(
+        status=status,
+        assigned_to_me=assignedTo is AssignedFilter.ME,
+        unassigned=assignedTo is AssignedFilter.UNASSIGNED,
+        unread_only=unread,
+        lead_id=leadId,
+        channel=channel,
+        limit=limit,
+        after=decode_keyset_cursor(cursor) if cursor is not None else None,
+    )
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        page = service.list_inbox(uow.connection, actor, filters)
+    return ListEnvelope[Conversation](
+        data=[Conversation.model_validate(item) for item in page.items], next_cursor=page.next_cursor
+    )
+
+
+@router.get(THREAD, tags=TAGS, summary="One thread (staff)", responses=OK)
+def read_conversation(orgId: str, conversationId: str) -> Envelope[Conversation]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        thread = service.get_thread(
+            uow.connection, actor.organization_id, entity_id(conversationId, "CONVERSATION_NOT_FOUND")
+        )
+    return Envelope[Conversation](data=Conversation.model_validate(thread))
+
+
+@router.patch(THREAD, tags=TAGS, summary="Close or re-open a thread (staff)", responses=OK)
+def patch_conversation(
+    orgId: str, conversationId: str, body: Annotated[ConversationPatchBody, Body()]
+) -> Envelope[Conversation]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        thread = service.set_status(
+            uow.connection, actor, entity_id(conversationId, "CONVERSATION_NOT_FOUND"), body.status
+        )
+        uow.commit()
+    return Envelope[Conversation](data=Conversation.model_validate(thread))
+
+
+@router.get(
+    f"{THREAD}/messages",
+    tags=TAGS,
+    summary="A thread's messages, newest first (staff)",
+    description="Outbound (queued, sent, failed), inbound (received) and internal notes. Keyset pages.",
+    responses=OK,
+)
+def messages(
+    orgId: str,
+    conversationId: str,
+    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE_SIZE)] = service.DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+) -> ListEnvelope[Message]:
+    after = decode_keyset_cursor(cursor) if cursor is not None else None
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        page = service.list_messages(
+            uow.connection, actor.organization_id, entity_id(conversationId, "CONVERSATION_NOT_FOUND"), limit, after
+        )
+    return ListEnvelope[Message](data=[Message.model_validate(m) for m in page.items], next_cursor=page.next_cursor)
+
+
+@router.post(
+    f"{THREAD}/messages",
+    tags=TAGS,
+    summary="Send an email in a thread (staff)",
+    description="Gated before anything is written: a lead that revoked email → 403 LEAD_CHANNEL_BLOCKED; a "
+    "member with `notificationPrefs.newMessage.email: false` → 403 MEMBER_EMAIL_OPTED_OUT. The subject is "
+    "stored by the first message (a blank one → a default in the contact's language) and reused with `Re:`; "
+    "Reply-To is the thread's signed address; In-Reply-To/References name the contact's last message. A "
+    "delivery failure answers 201 with `status: failed` and the error: the message is kept. With an "
+    "`Idempotency-Key`, a retry answers the first outcome and never mails twice (409 SEND_IN_PROGRESS while "
+    "the first is still being sent).",
+    responses=SEND_RESPONSES,
+)
+def send_message(
+    orgId: str,
+    conversationId: str,
+    body: Annotated[SendMessageBody, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
+) -> Response[Envelope[ConversationWithMessage]]:
+    conversation_id = entity_id(conversationId, "CONVERSATION_NOT_FOUND")
+    request = {**body.model_dump(mode="json"), "conversationId": str(conversation_id)}
+    return _send(orgId, lambda uow, actor: conversation_id, body.body, body.subject, idempotency_key, request)
+
+
+def _send(
+    orgId: str,
+    thread_of: Callable[[UnitOfWork, Actor], uuid.UUID],
+    text: str,
+    subject: str | None,
+    idempotency_key: str | None,
+    request: dict[str, Any],
+) -> Response[Envelope[ConversationWithMessage]]:
+    """The send's two transactions (see conversations.threads). With an Idempotency-Key, the key is claimed
+    with the queued message and answered with the outcome: a retried request never mails twice."""
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        scope = f"conversations.send:{actor.organization_id}"
+        if idempotency_key is not None:
+            replay = idempotency.claim(uow.connection, scope, idempotency_key, idempotency.request_fingerprint(request))
+            if replay is not None:
+                if replay.status == 0:  # claimed with its message, outcome not recorded (yet)
+                    raise Conflict("A send with this Idempotency-Key is in progress.", code="SEND_IN_PROGRESS")
+                return json_response(replay.status, replay.body, REPLAYED_HEADER)
+        queued = service.queue_email(uow.connection, actor, thread_of(uow, actor), text, subject)
+        uow.commit()
+
+    def remember(conn: Any, thread: dict[str, Any], message: dict[str, Any]) -> None:
+        if idempotency_key is not None:
+            answer = Envelope[ConversationWithMessage](data=_with_message(thread, message))
+            stored = idempotency.StoredResponse(201, answer.model_dump(mode="json", by_alias=True))
+            idempotency.remember(conn, scope, idempotency_key, stored)
+
+    thread, message = service.complete_send(actor, queued, on_recorded=remember)
+    return json_response(201, Envelope[ConversationWithMessage](data=_with_message(thread, message)))
+
+
+@router.post(
+    f"{THREAD}/notes",
+    tags=TAGS,
+    summary="Add an internal note (staff)",
+    description="Never sent and never gated.",
+    responses={201: {"description": "The note"}, **NOT_FOUND},
+)
+def add_note(orgId: str, conversationId: str, body: Annotated[NoteBody, Body()]) -> Response[Envelope[Message]]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        conversation_id = entity_id(conversationId, "CONVERSATION_NOT_FOUND")
+        message = service.add_note(uow.connection, actor, conversation_id, body.body)
+        uow.commit()
+    return json_response(201, Envelope[Message](data=Message.model_validate(message)))
+
+
+@router.post(f"{THREAD}/read", tags=TAGS, summary="Mark a thread read (staff)", responses=OK)
+def mark_read(orgId: str, conversationId: str) -> Envelope[Conversation]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        thread = service.mark_read(uow.connection, actor, entity_id(conversationId, "CONVERSATION_NOT_FOUND"))
+        uow.commit()
+    return Envelope[Conversation](data=Conversation.model_validate(thread))
+
+
+@router.put(
+    f"{THREAD}/assignee",
+    tags=TAGS,
+    summary="Assign a thread (staff)",
+    description="To an active member of the organization (400 ASSIGNEE_NOT_MEMBER otherwise), or null.",
+    responses={400: {"description": "ASSIGNEE_NOT_MEMBER"}, **OK},
+)
+def assign(orgId: str, conversationId: str, body: Annotated[AssignBody, Body()]) -> Envelope[Conversation]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        thread = service.assign(
+            uow.connection, actor, entity_id(conversationId, "CONVERSATION_NOT_FOUND"), body.assigned_to_user_id
+        )
+        uow.commit()
+    return Envelope[Conversation](data=Conversation.model_validate(thread))

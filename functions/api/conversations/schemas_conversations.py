@@ -1,0 +1,217 @@
+"""Bodies of the conversations, consent and bulk email routes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from api.schemas import CamelModel, OutModel
+from leadcrm.conversations.consent import ConsentChannel, ConsentStatus, LegalBasis
+from leadcrm.conversations.rules.messages import MAX_SUBJECT_LENGTH, Channel, ConversationStatus
+from leadcrm.leads.rules.listing import (
+    MAX_STAGE_IDS,
+    MAX_TAG_IDS,
+    SEARCH_MAX_LENGTH,
+    SEARCH_MIN_LENGTH,
+    ArchivedFilter,
+    AssignedToFilter,
+)
+from leadcrm.pipelines.rules.statuses import StageCategory
+
+MAX_BODY_LENGTH = 20_000
+# A subject is one header line: a line break in it is refused here, never sent on as a header injection.
+SUBJECT_PATTERN = r"^[^\r\n]*$"
+MAX_NOTE_LENGTH = 5_000
+MAX_AUDIENCE_IDS = 10_000
+
+
+class OpenConversationBody(CamelModel):
+    """POST …/conversations: find or create the contact's thread, then send `body` if given (G9)."""
+
+    lead_id: uuid.UUID | None = None
+    membership_id: uuid.UUID | None = None
+    channel: Channel = Channel.EMAIL
+    subject: str | None = Field(default=None, max_length=MAX_SUBJECT_LENGTH, pattern=SUBJECT_PATTERN)
+    body: str | None = Field(default=None, min_length=1, max_length=MAX_BODY_LENGTH)
+
+    @model_validator(mode="after")
+    def _one_contact(self) -> OpenConversationBody:
+        if (self.lead_id is None) == (self.membership_id is None):
+            raise ValueError("name exactly one of leadId and membershipId")
+        return self
+
+
+class SendMessageBody(CamelModel):
+    body: str = Field(min_length=1, max_length=MAX_BODY_LENGTH)
+    # Used only by a thread's first outbound message: later ones reuse the stored subject with "Re:".
+    subject: str | None = Field(default=None, max_length=MAX_SUBJECT_LENGTH, pattern=SUBJECT_PATTERN)
+
+
+class NoteBody(CamelModel):
+    body: str = Field(min_length=1, max_length=MAX_NOTE_LENGTH)
+
+
+class AssignBody(CamelModel):
+    """An active member of the organization, or null to unassign."""
+
+    assigned_to_user_id: uuid.UUID | None
+
+
+class ConversationPatchBody(CamelModel):
+    status: ConversationStatus
+
+
+class LastMessage(OutModel):
+    direction: str
+    status: str
+    preview: str
+    at: datetime
+
+
+class Conversation(OutModel):
+    id: uuid.UUID
+    organization_id: uuid.UUID
+    channel: str
+    lead_id: uuid.UUID | None
+    membership_id: uuid.UUID | None
+    contact_name: str | None = None
+    subject: str | None
+    status: str
+    unread_count: int
+    assigned_to_user_id: uuid.UUID | None
+    assignee_name: str | None = None
+    last_message_at: datetime
+    last_message: LastMessage | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Message(OutModel):
+    id: uuid.UUID
+    conversation_id: uuid.UUID
+    direction: str
+    channel: str
+    status: str
+    author_user_id: uuid.UUID | None
+    subject: str | None
+    body: str
+    provider_message_id: str | None
+    external_message_id: str | None
+    error: str | None
+    sent_at: datetime | None
+    created_at: datetime
+
+
+class ConversationWithMessage(OutModel):
+    conversation: Conversation
+    message: Message | None = None
+
+
+# -- consent ------------------------------------------------------------------------------------------
+
+
+class ConsentBody(CamelModel):
+    """PUT …/leads/{leadId}/consent/{channel}: a staff grant (with its legal basis) or revocation."""
+
+    status: ConsentStatus
+    legal_basis: LegalBasis | None = None
+    note: str | None = Field(default=None, max_length=1000)
+
+    @model_validator(mode="after")
+    def _grant_has_basis(self) -> ConsentBody:
+        if self.status is ConsentStatus.GRANTED and self.legal_basis is None:
+            raise ValueError("a grant needs its legalBasis")
+        return self
+
+
+class ConsentChannelState(OutModel):
+    channel: ConsentChannel
+    status: str | None
+    allowed: bool
+    legal_basis: str | None
+    source: str | None
+    updated_at: datetime | None
+
+
+class ConsentEvent(OutModel):
+    id: uuid.UUID
+    channel: str
+    status: str
+    legal_basis: str | None
+    source: str
+    actor_user_id: uuid.UUID | None
+    note: str | None
+    occurred_at: datetime
+
+
+class LeadConsent(OutModel):
+    lead_id: uuid.UUID
+    channels: list[ConsentChannelState]
+    history: list[ConsentEvent]
+
+
+# -- bulk email -----------------------------------------------------------------------------------------
+
+
+class BulkAudience(CamelModel):
+    """Who gets the mail: every condition given must hold (AND). A pipeline with stageIds (and the legacy
+    single stageId, united) selects on the lead's effective stage in that pipeline; includeTagIds keeps
+    leads having any of them, excludeTagIds drops leads having any of them; the rest are the lead list's
+    filters, so "everyone matching the list" is the list's query string as an audience."""
+
+    lead_ids: list[uuid.UUID] | None = Field(default=None, min_length=1, max_length=MAX_AUDIENCE_IDS)
+    pipeline_id: uuid.UUID | None = None
+    stage_id: uuid.UUID | None = None
+    stage_ids: list[uuid.UUID] | None = Field(default=None, max_length=MAX_STAGE_IDS)
+    include_tag_ids: list[uuid.UUID] | None = Field(default=None, max_length=MAX_TAG_IDS)
+    exclude_tag_ids: list[uuid.UUID] | None = Field(default=None, max_length=MAX_TAG_IDS)
+    statuses: list[StageCategory] | None = Field(default=None, max_length=len(StageCategory))
+    campaign_id: uuid.UUID | None = None
+    assigned_to: AssignedToFilter | None = None
+    is_test: bool | None = None
+    archived: ArchivedFilter = ArchivedFilter.LIVE
+    search: str | None = Field(default=None, min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)
+    # Say so to mail every (live) lead of the organization: an empty audience is refused otherwise.
+    all_leads: bool = False
+
+    @model_validator(mode="after")
+    def _says_who(self) -> BulkAudience:
+        if (self.stage_id or self.stage_ids) and self.pipeline_id is None:
+            raise ValueError("stageId and stageIds need the pipelineId they belong to")
+        named = self.model_dump(exclude_defaults=True, exclude={"all_leads"})
+        if not named and not self.all_leads:
+            raise ValueError("name an audience (or allLeads: true)")
+        return self
+
+
+class BulkEmailBody(CamelModel):
+    subject: str = Field(min_length=1, max_length=MAX_SUBJECT_LENGTH, pattern=SUBJECT_PATTERN)
+    body: str = Field(min_length=1, max_length=MAX_BODY_LENGTH)
+    audience: BulkAudience
+
+
+class SkippedLead(OutModel):
+    lead_id: uuid.UUID
+    reason: str
+
+
+class BulkEmailJob(OutModel):
+    id: uuid.UUID
+    organization_id: uuid.UUID
+    subject: str
+    status: str
+    audience: dict[str, Any]
+    total: int
+    pending: int
+    sending: int
+    sent: int
+    failed: int
+    skipped: int
+    skipped_no_consent: int
+    skipped_no_email: int
+    skipped_leads: list[SkippedLead]
+    created_at: datetime
+    completed_at: datetime | None

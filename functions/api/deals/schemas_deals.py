@@ -1,0 +1,328 @@
+"""Bodies of the deals, deal pipeline, forecast and handover routes.
+
+Money is an integer of minor units (`valueMinor`: 1999 is 19.99 EUR) with its ISO 4217 currency; strict
+integers, so `19.99` or `"1999"` is refused rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictInt, model_validator
+
+from api.schemas import CamelModel, OutModel
+from leadcrm.deals.rules.deals import MAX_REASON_LENGTH, MAX_REFERENCE_LENGTH, LossReason, OfferType, StageKind
+from leadcrm.deals.rules.pipelines import MAX_DEAL_STAGES, MAX_ROTTING_DAYS, MAX_STAGE_NAME_LENGTH
+
+# Up to 10^15 minor units: far beyond any sale, well inside bigint and exact in JSON doubles (2^53).
+MAX_VALUE_MINOR = 10**15
+Money = Annotated[StrictInt, Field(ge=0, le=MAX_VALUE_MINOR)]
+SignedMoney = Annotated[StrictInt, Field(ge=-MAX_VALUE_MINOR, le=MAX_VALUE_MINOR)]
+Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
+Percent = Annotated[StrictInt, Field(ge=0, le=100)]
+Version = Annotated[StrictInt, Field(ge=1)]
+Title = Annotated[str, Field(min_length=1, max_length=200)]
+Reference = Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_LENGTH)]
+Reason = Annotated[str, Field(min_length=1, max_length=MAX_REASON_LENGTH)]
+OpenCategory = Literal["pipeline", "best_case", "commit"]
+OpenKind = Literal["new", "discovery", "proposal", "negotiation"]
+StageName = Annotated[str, Field(min_length=1, max_length=MAX_STAGE_NAME_LENGTH)]
+
+
+class CreateDealBody(CamelModel):
+    title: Title
+    offer_type: OfferType
+    offer_ref: Reference | None = None
+    # With a lead (a converted lead's member follows), a member, or both when they agree.
+    lead_id: uuid.UUID | None = None
+    membership_id: uuid.UUID | None = None
+    value_minor: Money
+    currency: Currency
+    expected_close_date: date
+    # An active staff member (400 ASSIGNEE_NOT_STAFF); default: the caller.
+    owner_user_id: uuid.UUID | None = None
+    # A New stage of the deal pipeline; default: the first.
+    stage_id: uuid.UUID | None = None
+    probability: Percent | None = None
+    forecast_category: OpenCategory | None = None
+
+    @model_validator(mode="after")
+    def _with_someone(self) -> CreateDealBody:
+        if self.lead_id is None and self.membership_id is None:
+            raise ValueError("a deal is with a lead or a member: give leadId or membershipId")
+        return self
+
+
+class UpdateDealBody(CamelModel):
+    """Only the fields sent change; probability, forecastCategory and offerRef may be null (the stage's
+    default, none). `version` is the one the caller read (409 DEAL_VERSION_CONFLICT otherwise)."""
+
+    version: Version
+    title: Title | None = None
+    offer_type: OfferType | None = None
+    offer_ref: Reference | None = None
+    value_minor: Money | None = None
+    currency: Currency | None = None
+    expected_close_date: date | None = None
+    owner_user_id: uuid.UUID | None = None
+    probability: Percent | None = None
+    forecast_category: OpenCategory | None = None
+
+    @model_validator(mode="after")
+    def _something_and_no_null_where_none_is_allowed(self) -> UpdateDealBody:
+        sent = self.model_fields_set - {"version"}
+        if not sent:
+            raise ValueError("send at least one field besides version")
+        for name in ("title", "offer_type", "value_minor", "currency", "expected_close_date", "owner_user_id"):
+            if name in sent and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        return self
+
+    def changes(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.model_fields_set - {"version"}}
+
+
+class MoveDealBody(CamelModel):
+    """The target stage and the evidence its transition asks for (deals.rules.deals)."""
+
+    version: Version
+    stage_id: uuid.UUID
+    activity_at: datetime | None = None  # → discovery: when the discovery call was scheduled or held
+    activity_note: Reason | None = None  # → negotiation: the negotiation activity
+    document_ref: Reference | None = None  # → proposal: the proposal document…
+    quote_ref: Reference | None = None  # …or the quote sent
+    close_reason: Reason | None = None  # → closed-won
+    loss_reason: LossReason | None = None  # → closed-lost (a code)
+    loss_note: Reason | None = None
+
+
+class ReactivateDealBody(CamelModel):
+    version: Version
+    reason: Reason
+
+
+class CompensationBody(CamelModel):
+    amount_minor: SignedMoney
+    reason: Reason
+    document_ref: Reference | None = None
+
+    @model_validator(mode="after")
+    def _not_zero(self) -> CompensationBody:
+        if self.amount_minor == 0:
+            raise ValueError("amountMinor must not be 0")
+        return self
+
+
+class DealResponse(OutModel):
+    id: uuid.UUID
+    organization_id: uuid.UUID
+    pipeline_id: uuid.UUID
+    stage_id: uuid.UUID
+    stage_name: str
+    stage_kind: str
+    status: str
+    title: str
+    offer_type: str
+    offer_ref: str | None
+    lead_id: uuid.UUID | None
+    membership_id: uuid.UUID | None
+    value_minor: int
+    currency: str
+    expected_close_date: date
+    probability: int | None
+    forecast_category: str | None
+    effective_probability: int
+    effective_forecast_category: str
+    owner_user_id: uuid.UUID | None
+    created_by_user_id: uuid.UUID | None
+    version: int
+    last_activity_at: datetime
+    stage_entered_at: datetime
+    stalled_at: datetime | None
+    closed_at: datetime | None
+    close_reason: str | None
+    loss_reason: str | None
+    loss_note: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class DealHistoryEntry(OutModel):
+    id: uuid.UUID
+    type: str
+    from_stage_id: uuid.UUID | None
+    to_stage_id: uuid.UUID | None
+    from_status: str | None
+    to_status: str | None
+    actor_user_id: uuid.UUID | None
+    reason: str | None
+    payload: dict[str, Any]
+    occurred_at: datetime
+
+
+class Compensation(OutModel):
+    id: uuid.UUID
+    deal_id: uuid.UUID
+    amount_minor: int
+    currency: str
+    reason: str
+    document_ref: str | None
+    created_by_user_id: uuid.UUID | None
+    created_at: datetime
+
+
+class DealDetail(DealResponse):
+    net_value_minor: int
+    history: list[DealHistoryEntry]
+    compensations: list[Compensation]
+
+
+class DealEnvelope(OutModel):
+    data: DealResponse
+
+
+class DealDetailEnvelope(OutModel):
+    data: DealDetail
+
+
+class DealListEnvelope(OutModel):
+    data: list[DealResponse]
+    next_cursor: str | None
+
+
+class CompensationEnvelope(OutModel):
+    data: Compensation
+
+
+# -- deal pipeline -------------------------------------------------------------------------------------------
+
+
+class RenameDealPipelineBody(CamelModel):
+    name: StageName
+
+
+class AddDealStageBody(CamelModel):
+    name: StageName
+    kind: OpenKind
+    probability: Percent
+    forecast_category: OpenCategory
+    rotting_days: Annotated[StrictInt, Field(ge=1, le=MAX_ROTTING_DAYS)] | None = None
+    position: Annotated[StrictInt, Field(ge=0, le=MAX_DEAL_STAGES)] | None = None
+
+
+class UpdateDealStageBody(CamelModel):
+    name: StageName | None = None
+    probability: Percent | None = None
+    forecast_category: Literal["pipeline", "best_case", "commit", "closed"] | None = None
+    # null: the stage never rots.
+    rotting_days: Annotated[StrictInt, Field(ge=1, le=MAX_ROTTING_DAYS)] | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> UpdateDealStageBody:
+        if not self.model_fields_set:
+            raise ValueError("send at least one field")
+        for name in ("name", "probability", "forecast_category"):
+            if name in self.model_fields_set and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        return self
+
+
+class ReorderDealStagesBody(CamelModel):
+    stage_ids: list[uuid.UUID] = Field(min_length=1, max_length=MAX_DEAL_STAGES)
+
+
+class DealStageOut(OutModel):
+    id: uuid.UUID
+    name: str
+    kind: StageKind
+    probability: int
+    forecast_category: str
+    rotting_days: int | None
+    position: int
+
+
+class DealPipelineOut(OutModel):
+    id: uuid.UUID
+    name: str
+    stages: list[DealStageOut]
+
+
+class DealPipelineEnvelope(OutModel):
+    data: DealPipelineOut
+
+
+# -- forecast ------------------------------------------------------------------------------------------------
+
+
+class CountAndValue(OutModel):
+    count: int
+    value_minor: int
+
+
+class ForecastRow(OutModel):
+    period_start: date
+    currency: str
+    # The owner of the row's deals; null with allOwners (the period's total in that currency) or for
+    # deals without an owner.
+    owner_user_id: uuid.UUID | None
+    all_owners: bool
+    pipeline: CountAndValue
+    best_case: CountAndValue
+    commit: CountAndValue
+    closed: CountAndValue
+    stalled: CountAndValue
+    weighted_pipeline_minor: int
+    closed_won: CountAndValue
+    closed_lost: CountAndValue
+    win_rate: float | None
+    average_cycle_days: float | None
+
+
+class Forecast(OutModel):
+    period: str
+    timezone: str
+    start: date
+    end: date  # exclusive
+    rows: list[ForecastRow]
+
+
+class ForecastEnvelope(OutModel):
+    data: Forecast
+
+
+# -- owner departure -----------------------------------------------------------------------------------------
+
+
+class HandoverBody(CamelModel):
+    # An active staff member; omitted: the organization's default assignee (else its oldest active owner).
+    to_user_id: uuid.UUID | None = None
+
+
+class HandoverOut(OutModel):
+    id: uuid.UUID
+    membership_id: uuid.UUID
+    from_user_id: uuid.UUID
+    to_user_id: uuid.UUID
+    via: str
+    deals: int
+    leads: int
+    tasks: int
+
+
+class HandoverEnvelope(OutModel):
+    data: HandoverOut
+
+
+class DefaultAssigneeBody(CamelModel):
+    # An active staff member, or null for the oldest active owner.
+    user_id: uuid.UUID | None
+
+
+class DefaultAssignee(OutModel):
+    user_id: uuid.UUID | None
+
+
+class DefaultAssigneeEnvelope(OutModel):
+    data: DefaultAssignee

@@ -1,0 +1,88 @@
+"""Integration connections (owner/admin): Meta Lead Ads pages and WhatsApp Cloud numbers (issue 6).
+
+Spec "The connect surface is flagged, the pipe is not": the dashboard hides the cards behind a rollout
+key, but these routes answer on permission alone, so an organization that connected keeps ingesting.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id, json_response
+from api.ingestion.schemas_ingestion import Connection, ConnectMetaBody, ConnectWhatsAppBody
+from api.schemas import Envelope, ListEnvelope
+from leadcrm.directory.access import require_manager
+from leadcrm.ingestion.connections import connect, disconnect, list_connections
+from leadcrm.ingestion.rules.meta import META_PROVIDER, WHATSAPP_PROVIDER
+from leadcrm.platform.db.uow import UnitOfWork
+
+router = APIGatewayHttpRouter()
+
+TAGS = ["Integrations"]
+CONNECTED = {200: {"description": "The organization's connection, token replaced"}, 201: {"description": "Connected"}}
+
+
+def _connect(org_id: str, provider: str, external_id: str, token: str, name: str | None) -> Response:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, org_id))
+        result = connect(uow, actor, provider, external_id, token, name)
+    return json_response(
+        201 if result.created else 200, Envelope[Connection](data=Connection.model_validate(result.connection))
+    )
+
+
+def _index(org_id: str, provider: str) -> ListEnvelope[Connection]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, org_id))
+        rows = list_connections(uow.connection, actor.organization_id, provider)
+    return ListEnvelope[Connection](data=[Connection.model_validate(r) for r in rows], next_cursor=None)
+
+
+def _disconnect(org_id: str, provider: str, connection_id: str) -> Envelope[Connection]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, org_id))
+        row = disconnect(uow, actor, provider, entity_id(connection_id, "CONNECTION_NOT_FOUND"))
+    return Envelope[Connection](data=Connection.model_validate(row))
+
+
+@router.post(
+    "/organizations/<orgId>/integrations/meta", tags=TAGS, summary="Connect a Meta Page (Lead Ads)", responses=CONNECTED
+)
+def connect_meta(orgId: str, body: Annotated[ConnectMetaBody, Body()]) -> Response[Envelope[Connection]]:
+    return _connect(orgId, META_PROVIDER, body.page_id, body.access_token, body.page_name)
+
+
+@router.get("/organizations/<orgId>/integrations/meta", tags=TAGS, summary="Meta Page connections")
+def meta_connections(orgId: str) -> ListEnvelope[Connection]:
+    return _index(orgId, META_PROVIDER)
+
+
+@router.delete("/organizations/<orgId>/integrations/meta/<connectionId>", tags=TAGS, summary="Disconnect a Meta Page")
+def disconnect_meta(orgId: str, connectionId: str) -> Envelope[Connection]:
+    return _disconnect(orgId, META_PROVIDER, connectionId)
+
+
+@router.post(
+    "/organizations/<orgId>/integrations/whatsapp",
+    tags=TAGS,
+    summary="Connect a WhatsApp Cloud phone number",
+    responses=CONNECTED,
+)
+def connect_whatsapp(orgId: str, body: Annotated[ConnectWhatsAppBody, Body()]) -> Response[Envelope[Connection]]:
+    return _connect(orgId, WHATSAPP_PROVIDER, body.phone_number_id, body.access_token, body.display_phone_number)
+
+
+@router.get("/organizations/<orgId>/integrations/whatsapp", tags=TAGS, summary="WhatsApp Cloud connections")
+def whatsapp_connections(orgId: str) -> ListEnvelope[Connection]:
+    return _index(orgId, WHATSAPP_PROVIDER)
+
+
+@router.delete(
+    "/organizations/<orgId>/integrations/whatsapp/<connectionId>", tags=TAGS, summary="Disconnect a WhatsApp number"
+)
+def disconnect_whatsapp(orgId: str, connectionId: str) -> Envelope[Connection]:
+    return _disconnect(orgId, WHATSAPP_PROVIDER, connectionId)

@@ -1,0 +1,116 @@
+"""CSV lead import jobs (staff): `/organizations/{orgId}/leads/import` (issue 6).
+
+1. `POST …/leads/import` {fileName?, columnMapping?} → 201 {job, upload: {url, method: PUT, headers}}
+2. PUT the CSV (UTF-8, header row first) to `upload.url` with the given headers (up to 50 MB, 15 minutes)
+3. `POST …/leads/import/{jobId}/start` → 202 {job} (queued); the ingestion function runs it
+4. `GET …/leads/import/{jobId}` for progress, `GET …/leads/import/{jobId}/rows` for the per-row report
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id, json_response
+from api.ingestion.schemas_ingestion import (
+    LEAD_FIELD_NAMES,
+    CreateImportBody,
+    ImportJob,
+    ImportRowOutcome,
+    ImportRowReport,
+    NewImportOut,
+    Upload,
+)
+from api.schemas import Envelope, ListEnvelope
+from leadcrm.directory.access import require_staff
+from leadcrm.ingestion.csv_import import create_import, get_import, list_import_rows, list_imports, start_import
+from leadcrm.platform.adapters.lead_import_files import CSV_CONTENT_TYPE
+from leadcrm.platform.db.uow import UnitOfWork
+
+router = APIGatewayHttpRouter()
+
+TAGS = ["Lead import"]
+_CAMEL = {domain: str(api) for api, domain in LEAD_FIELD_NAMES.items()}
+
+
+def _job(row: dict[str, Any]) -> ImportJob:
+    mapping = {_CAMEL.get(name, name): header for name, header in (row.get("column_mapping") or {}).items()}
+    return ImportJob.model_validate({**row, "column_mapping": mapping})
+
+
+@router.post(
+    "/organizations/<orgId>/leads/import",
+    tags=TAGS,
+    summary="Create a CSV import job and get the URL to upload its file to",
+    responses={201: {"description": "The job (awaiting_upload) and its upload URL"}},
+)
+def create(orgId: str, body: Annotated[CreateImportBody, Body()]) -> Response[Envelope[NewImportOut]]:
+    mapping = (
+        {LEAD_FIELD_NAMES[f]: header for f, header in body.column_mapping.items()} if body.column_mapping else None
+    )
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        created = create_import(uow, actor, file_name=body.file_name, column_mapping=mapping)
+    upload = Upload(
+        url=created.upload_url, headers={"content-type": CSV_CONTENT_TYPE}, expires_at=created.upload_expires_at
+    )
+    return json_response(201, Envelope[NewImportOut](data=NewImportOut(job=_job(created.job), upload=upload)))
+
+
+@router.get("/organizations/<orgId>/leads/import", tags=TAGS, summary="Import jobs, newest first")
+def index(
+    orgId: str,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+) -> ListEnvelope[ImportJob]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        page = list_imports(uow.connection, actor.organization_id, limit=limit, cursor=cursor)
+    return ListEnvelope[ImportJob](data=[_job(r) for r in page.items], next_cursor=page.next_cursor)
+
+
+@router.post(
+    "/organizations/<orgId>/leads/import/<jobId>/start",
+    tags=TAGS,
+    summary="Start the import once the file is uploaded",
+    responses={202: {"description": "The job, queued (or as it is, when it already started)"}},
+)
+def start(orgId: str, jobId: str) -> Response[Envelope[ImportJob]]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        job = start_import(uow, actor, entity_id(jobId, "IMPORT_NOT_FOUND"))
+    return json_response(202, Envelope[ImportJob](data=_job(job)))
+
+
+@router.get("/organizations/<orgId>/leads/import/<jobId>", tags=TAGS, summary="An import job and its progress")
+def show(orgId: str, jobId: str) -> Envelope[ImportJob]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        job = get_import(uow.connection, actor.organization_id, entity_id(jobId, "IMPORT_NOT_FOUND"))
+    return Envelope[ImportJob](data=_job(job))
+
+
+@router.get("/organizations/<orgId>/leads/import/<jobId>/rows", tags=TAGS, summary="The per-row report, in file order")
+def rows(
+    orgId: str,
+    jobId: str,
+    outcome: Annotated[ImportRowOutcome | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+) -> ListEnvelope[ImportRowReport]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        page = list_import_rows(
+            uow.connection,
+            actor.organization_id,
+            entity_id(jobId, "IMPORT_NOT_FOUND"),
+            outcome=outcome.value if outcome else None,
+            limit=limit,
+            cursor=cursor,
+        )
+    return ListEnvelope[ImportRowReport](
+        data=[ImportRowReport.model_validate(r) for r in page.items], next_cursor=page.next_cursor
+    )

@@ -1,0 +1,197 @@
+"""Moving leads (staff): stage/status, secondary pipelines, set-primary, bulk moves, ownership, archive.
+
+All staff routes (owner, admin, coach). A lead of another organization answers 404 LEAD_NOT_FOUND exactly
+like a random id. The literal paths (…/leads/bulk-move-stage, …/leads/bulk-archive) are registered here,
+before the lead-id routes of other routers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id, json_response
+from api.leads.schemas_lead_moves import (
+    AddPipelineBody,
+    BulkArchiveBody,
+    BulkArchiveOutcome,
+    BulkMoveOutcome,
+    BulkMoveStageBody,
+    LeadPlacement,
+    MovePlacementBody,
+    SetPrimaryBody,
+    SkippedLead,
+    UpdateLeadBody,
+)
+from api.schemas import Envelope, Lead
+from leadcrm.directory.access import require_staff
+from leadcrm.directory.rules import Actor
+from leadcrm.leads import archive as lead_archive
+from leadcrm.leads import bulk_moves
+from leadcrm.leads import moves as service
+from leadcrm.leads import placements as lead_placements
+from leadcrm.platform.db.uow import UnitOfWork
+
+router = APIGatewayHttpRouter()
+
+TAGS = ["Lead moves"]
+LEADS = "/organizations/<orgId>/leads"
+LEAD = f"{LEADS}/<leadId>"
+PLACEMENTS = f"{LEAD}/pipelines"
+PLACEMENT = f"{PLACEMENTS}/<pipelineId>"
+
+
+def _staff(uow: UnitOfWork, orgId: str) -> Actor:
+    return require_staff(caller(uow, router, orgId))
+
+
+def _lead_id(raw: str) -> uuid.UUID:
+    return entity_id(raw, "LEAD_NOT_FOUND")
+
+
+def _placement_pipeline_id(raw: str) -> uuid.UUID:
+    return entity_id(raw, "PLACEMENT_NOT_FOUND")
+
+
+def _lead(row: dict[str, Any]) -> Envelope[Lead]:
+    return Envelope[Lead](data=Lead.model_validate(row))
+
+
+def _placement(placement: lead_placements.Placement) -> LeadPlacement:
+    return LeadPlacement(
+        lead_id=placement.lead_id,
+        pipeline_id=placement.pipeline_id,
+        stage_id=placement.stage_id,
+        primary=placement.is_primary,
+    )
+
+
+def _skipped(skipped: list[tuple[uuid.UUID, str]]) -> list[SkippedLead]:
+    return [SkippedLead(lead_id=lead_id, reason=reason) for lead_id, reason in skipped]
+
+
+# Literal paths first: `bulk-move-stage` must never be read as a lead id.
+@router.post(f"{LEADS}/bulk-move-stage", tags=TAGS, summary="Move many leads onto one stage")
+def bulk_move_stage(orgId: str, body: Annotated[BulkMoveStageBody, Body()]) -> Envelope[BulkMoveOutcome]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        result = bulk_moves.bulk_move_stage(uow, actor, body.stage_id, body.lead_ids, lost_reason=body.lost_reason)
+        uow.commit()
+    return Envelope[BulkMoveOutcome](data=BulkMoveOutcome(moved=result.moved, skipped=_skipped(result.skipped)))
+
+
+@router.post(f"{LEADS}/bulk-archive", tags=TAGS, summary="Archive or unarchive many leads")
+def bulk_archive(orgId: str, body: Annotated[BulkArchiveBody, Body()]) -> Envelope[BulkArchiveOutcome]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        result = lead_archive.bulk_set_archived(uow, actor, body.lead_ids, body.archived)
+        uow.commit()
+    return Envelope[BulkArchiveOutcome](
+        data=BulkArchiveOutcome(changed=result.changed, skipped=_skipped(result.skipped))
+    )
+
+
+@router.patch(LEAD, tags=TAGS, summary="Update a lead: stage/status, owner, test flag, contact details")
+def update(orgId: str, leadId: str, body: Annotated[UpdateLeadBody, Body()]) -> Envelope[Lead]:
+    sent = body.model_fields_set
+    change = service.LeadUpdate(
+        stage_id=body.stage_id,
+        status=body.status,
+        lost_reason=body.lost_reason,
+        details={name: getattr(body, name) for name in service.EDITABLE_DETAILS if name in sent},
+        is_test=body.is_test,
+        assign="assigned_to_user_id" in sent,
+        assigned_to_user_id=body.assigned_to_user_id,
+    )
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        row = service.update_lead(uow, actor, _lead_id(leadId), change)
+        uow.commit()
+    return _lead(row)
+
+
+@router.post(f"{LEAD}/archive", tags=TAGS, summary="Archive a lead (a flag: its status stays)")
+def archive(orgId: str, leadId: str) -> Envelope[Lead]:
+    return _set_archived(orgId, leadId, archived=True)
+
+
+@router.post(f"{LEAD}/unarchive", tags=TAGS, summary="Unarchive a lead")
+def unarchive(orgId: str, leadId: str) -> Envelope[Lead]:
+    return _set_archived(orgId, leadId, archived=False)
+
+
+def _set_archived(orgId: str, leadId: str, *, archived: bool) -> Envelope[Lead]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        row = lead_archive.set_archived(uow, actor, _lead_id(leadId), archived)
+        uow.commit()
+    return _lead(row)
+
+
+@router.post(
+    PLACEMENTS,
+    tags=TAGS,
+    summary="Add the lead to another pipeline (a secondary placement)",
+    responses={201: {"description": "The placement was added"}},
+)
+def add_pipeline(
+    orgId: str, leadId: str, body: Annotated[AddPipelineBody, Body()]
+) -> Response[Envelope[LeadPlacement]]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        placement = lead_placements.add_to_pipeline(uow, actor, _lead_id(leadId), body.pipeline_id, body.stage_id)
+        uow.commit()
+    return json_response(201, Envelope[LeadPlacement](data=_placement(placement)))
+
+
+@router.post(f"{PLACEMENT}/set-primary", tags=TAGS, summary="Make a secondary placement the lead's primary one")
+def set_primary(
+    orgId: str, leadId: str, pipelineId: str, body: Annotated[SetPrimaryBody | None, Body()] = None
+) -> Envelope[Lead]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        row = lead_placements.set_primary(
+            uow,
+            actor,
+            _lead_id(leadId),
+            _placement_pipeline_id(pipelineId),
+            lost_reason=body.lost_reason if body else None,
+        )
+        uow.commit()
+    return _lead(row)
+
+
+@router.patch(PLACEMENT, tags=TAGS, summary="Move the lead within one of its pipelines")
+def move_in_pipeline(
+    orgId: str, leadId: str, pipelineId: str, body: Annotated[MovePlacementBody, Body()]
+) -> Envelope[LeadPlacement]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        placement = lead_placements.move_in_pipeline(
+            uow,
+            actor,
+            _lead_id(leadId),
+            _placement_pipeline_id(pipelineId),
+            body.stage_id,
+            lost_reason=body.lost_reason,
+        )
+        uow.commit()
+    return Envelope[LeadPlacement](data=_placement(placement))
+
+
+@router.delete(
+    PLACEMENT,
+    tags=TAGS,
+    summary="Remove the lead from a secondary pipeline",
+    responses={204: {"description": "The placement was removed"}},
+)
+def remove_pipeline(orgId: str, leadId: str, pipelineId: str) -> Response[None]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        lead_placements.remove_from_pipeline(uow, actor, _lead_id(leadId), _placement_pipeline_id(pipelineId))
+        uow.commit()
+    return Response(status_code=204)

@@ -1,0 +1,115 @@
+"""Reading leads (staff): `GET /organizations/{orgId}/leads` and `GET …/leads/{leadId}`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id
+from api.leads.schemas_lead_reads import LeadDetail, LeadListItem
+from api.qualification.schemas_qualification import LeadDetailOrRedirect, MergedRedirect
+from api.schemas import ListEnvelope
+from leadcrm.directory.access import require_staff
+from leadcrm.leads.queries import get_lead, list_leads
+from leadcrm.leads.rules.listing import (
+    DEFAULT_PAGE_SIZE,
+    MAX_CURSOR_LENGTH,
+    MAX_PAGE_SIZE,
+    MAX_STAGE_IDS,
+    MAX_TAG_IDS,
+    SEARCH_MAX_LENGTH,
+    SEARCH_MIN_LENGTH,
+    ArchivedFilter,
+    AssignedToFilter,
+    LeadListFilters,
+    LeadSort,
+    SortOrder,
+    decode_cursor,
+    parse_search,
+    unique,
+)
+from leadcrm.pipelines.rules.statuses import StageCategory
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import NotFound
+from leadcrm.qualification.merges import survivor_of
+
+router = APIGatewayHttpRouter()
+
+# Repeated values count once; the bound only stops absurd query strings.
+MAX_STATUSES = 2 * len(StageCategory)
+
+
+@router.get("/organizations/<orgId>/leads/<leadId>", tags=["Leads"], summary="A lead with its pipelines and timeline")
+def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
+    """A merged lead's id answers with its survivor, and `meta.redirectedFrom` names the id asked for (the
+    tombstone is looked up only when no lead has the id, so a plain read costs nothing more)."""
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
+        try:
+            return LeadDetailOrRedirect(
+                data=LeadDetail.model_validate(get_lead(uow.connection, actor.organization_id, lead_id))
+            )
+        except NotFound:
+            tombstone = survivor_of(uow.connection, actor.organization_id, lead_id)
+            if tombstone is None:
+                raise
+        lead = get_lead(uow.connection, actor.organization_id, tombstone["survivor_id"])
+    redirect = MergedRedirect(redirected_from=lead_id, merge_id=tombstone["merge_id"], merged_at=tombstone["merged_at"])
+    return LeadDetailOrRedirect(data=LeadDetail.model_validate(lead), meta=redirect)
+
+
+@router.get(
+    "/organizations/<orgId>/leads",
+    tags=["Leads"],
+    summary="Leads, filtered and sorted, in keyset pages",
+    description=(
+        "Filters combine with AND. `status`, `stageIds` and `tags` take several values (comma-separated or "
+        "repeated). `tags` lists leads having ANY of the tags. `stageIds` with `pipelineId` filters on the "
+        "lead's effective stage in that pipeline (its secondary placement's stage, else its primary stage "
+        "when that pipeline is its primary one); without `pipelineId`, on the primary stage. `assignedTo` is "
+        "`me` (the caller) or `unassigned`; other users' ids are not accepted. `search` matches name and "
+        "email case-insensitively, and the phone's digits when the term has 3 digits or more. `nextCursor` "
+        "is valid only with the sort and order it was issued for."
+    ),
+)
+def index(
+    orgId: str,  # the path names it as the API documents it
+    status: Annotated[list[StageCategory] | None, Query(max_length=MAX_STATUSES)] = None,
+    pipelineId: Annotated[uuid.UUID | None, Query()] = None,
+    stageIds: Annotated[list[uuid.UUID] | None, Query(max_length=MAX_STAGE_IDS)] = None,
+    tags: Annotated[list[uuid.UUID] | None, Query(max_length=MAX_TAG_IDS)] = None,
+    campaignId: Annotated[uuid.UUID | None, Query()] = None,
+    archived: Annotated[ArchivedFilter, Query()] = ArchivedFilter.LIVE,
+    assignedTo: Annotated[AssignedToFilter | None, Query()] = None,
+    isTest: Annotated[bool | None, Query()] = None,
+    search: Annotated[str | None, Query(min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)] = None,
+    sort: Annotated[LeadSort, Query()] = LeadSort.CREATED_AT,
+    order: Annotated[SortOrder, Query()] = SortOrder.DESC,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+) -> ListEnvelope[LeadListItem]:
+    filters = LeadListFilters(
+        statuses=tuple(s.value for s in unique(status)),
+        pipeline_id=pipelineId,
+        stage_ids=unique(stageIds),
+        tag_ids=unique(tags),
+        campaign_id=campaignId,
+        archived=archived,
+        assigned_to=assignedTo,
+        is_test=isTest,
+        search=parse_search(search),
+        sort=sort,
+        order=order,
+        limit=limit,
+        after=decode_cursor(cursor, sort, order) if cursor is not None else None,
+    )
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        page = list_leads(uow.connection, actor, filters)
+    return ListEnvelope[LeadListItem](
+        data=[LeadListItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor
+    )

@@ -1,0 +1,98 @@
+"""Request and response bodies of the lead moves: PATCH lead, pipeline placements, set-primary, bulk moves,
+archive."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from pydantic import AwareDatetime, EmailStr, Field, StrictBool, model_validator
+
+from api.schemas import CamelModel, OutModel
+from leadcrm.leads.moves import MAX_BULK_LEADS
+from leadcrm.pipelines.rules.statuses import StageCategory
+
+LostReason = Annotated[str, Field(min_length=1, max_length=500)]
+LeadIds = Annotated[list[uuid.UUID], Field(min_length=1, max_length=MAX_BULK_LEADS)]
+
+# Fields of UpdateLeadBody that may be null: null clears them (assignedToUserId: null unassigns).
+NULLABLE_FIELDS = frozenset({"trial_date", "assigned_to_user_id", "name", "email", "phone", "note", "locale"})
+
+
+class UpdateLeadBody(CamelModel):
+    """PATCH a lead: every field optional, at least one. stageId wins over status."""
+
+    stage_id: uuid.UUID | None = None
+    status: StageCategory | None = None
+    lost_reason: LostReason | None = None
+    trial_date: AwareDatetime | None = None
+    assigned_to_user_id: uuid.UUID | None = None
+    is_test: StrictBool | None = None
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    email: EmailStr | None = None
+    phone: str | None = Field(default=None, min_length=3, max_length=32, pattern=r"^[0-9+()\-\s.]+$")
+    note: str | None = Field(default=None, max_length=5000)
+    locale: str | None = Field(default=None, min_length=2, max_length=16)
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> UpdateLeadBody:
+        if not self.model_fields_set:
+            raise ValueError("give at least one field to change")
+        # null means "clear" only where clearing makes sense; a null stage, status, reason or flag is a mistake.
+        for name in self.model_fields_set - NULLABLE_FIELDS:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name} must not be null")
+        return self
+
+
+class AddPipelineBody(CamelModel):
+    pipeline_id: uuid.UUID
+    # Omitted: the pipeline's first active `new` stage.
+    stage_id: uuid.UUID | None = None
+
+
+class MovePlacementBody(CamelModel):
+    stage_id: uuid.UUID
+    # Only for the primary pipeline, when the move enters lost.
+    lost_reason: LostReason | None = None
+
+
+class SetPrimaryBody(CamelModel):
+    # Needed when the promoted stage is a lost one and the lead is not lost yet.
+    lost_reason: LostReason | None = None
+
+
+class BulkMoveStageBody(CamelModel):
+    stage_id: uuid.UUID
+    lead_ids: LeadIds
+    # Needed when the target stage is a lost one (it becomes the reason of every lead that enters lost).
+    lost_reason: LostReason | None = None
+
+
+class BulkArchiveBody(CamelModel):
+    lead_ids: LeadIds
+    archived: StrictBool
+
+
+class LeadPlacement(OutModel):
+    """Where the lead stands in one pipeline: `primary` is the placement its status mirrors."""
+
+    lead_id: uuid.UUID
+    pipeline_id: uuid.UUID
+    stage_id: uuid.UUID
+    primary: bool
+
+
+class SkippedLead(OutModel):
+    lead_id: uuid.UUID
+    reason: str
+
+
+class BulkMoveOutcome(OutModel):
+    moved: list[uuid.UUID]
+    skipped: list[SkippedLead]
+
+
+class BulkArchiveOutcome(OutModel):
+    changed: list[uuid.UUID]
+    skipped: list[SkippedLead]

@@ -1,0 +1,103 @@
+"""Lead tags (staff): `/organizations/{orgId}/leads/tags` and a lead's tags `…/leads/{leadId}/tags`.
+
+Registered before `…/leads/{leadId}` (api.handler), so `tags` is never read as a lead id.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id, json_response
+from api.leads.schemas_tags import CreateTagBody, LeadTagsBody, Tag, TagCategory, UpdateTagBody
+from api.schemas import Envelope, ListEnvelope
+from leadcrm.directory.access import require_staff
+from leadcrm.leads.tags import create_tag, delete_tag, list_tags, replace_lead_tags, update_tag
+from leadcrm.platform.db.uow import UnitOfWork
+
+router = APIGatewayHttpRouter()
+
+TAGS = ["Tags"]
+
+
+@router.get("/organizations/<orgId>/leads/tags", tags=TAGS, summary="Tags, by category and name")
+def index(
+    orgId: str,  # the path names it as the API documents it
+    category: Annotated[TagCategory | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 200,
+    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+) -> ListEnvelope[Tag]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        page = list_tags(
+            uow.connection,
+            actor.organization_id,
+            category=category.value if category else None,
+            limit=limit,
+            cursor=cursor,
+        )
+    return ListEnvelope[Tag](data=[Tag.model_validate(t) for t in page.items], next_cursor=page.next_cursor)
+
+
+@router.post(
+    "/organizations/<orgId>/leads/tags",
+    tags=TAGS,
+    summary="Create a tag",
+    responses={201: {"description": "The tag"}, 409: {"description": "TAG_EXISTS in this category"}},
+)
+def create(orgId: str, body: Annotated[CreateTagBody, Body()]) -> Response[Envelope[Tag]]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        row = create_tag(
+            uow.connection, actor.organization_id, name=body.name, category=body.category.value, color=body.color
+        )
+        uow.commit()
+    return json_response(201, Envelope[Tag](data=Tag.model_validate(row)))
+
+
+@router.patch("/organizations/<orgId>/leads/tags/<tagId>", tags=TAGS, summary="Rename or recolour a tag")
+def change(orgId: str, tagId: str, body: Annotated[UpdateTagBody, Body()]) -> Envelope[Tag]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        row = update_tag(
+            uow.connection,
+            actor.organization_id,
+            entity_id(tagId, "TAG_NOT_FOUND"),
+            body.model_dump(exclude_unset=True),
+        )
+        uow.commit()
+    return Envelope[Tag](data=Tag.model_validate(row))
+
+
+@router.delete(
+    "/organizations/<orgId>/leads/tags/<tagId>",
+    tags=TAGS,
+    summary="Delete a tag (it comes off every lead)",
+    responses={204: {"description": "Deleted"}},
+)
+def remove(orgId: str, tagId: str) -> Response[None]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        delete_tag(
+            uow.connection, actor.organization_id, entity_id(tagId, "TAG_NOT_FOUND"), actor_user_id=actor.user_id
+        )
+        uow.commit()
+    return Response(status_code=204)
+
+
+@router.put("/organizations/<orgId>/leads/<leadId>/tags", tags=TAGS, summary="Replace a lead's tags")
+def replace(orgId: str, leadId: str, body: Annotated[LeadTagsBody, Body()]) -> Envelope[list[Tag]]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        tags = replace_lead_tags(
+            uow.connection,
+            actor.organization_id,
+            entity_id(leadId, "LEAD_NOT_FOUND"),
+            body.tag_ids,
+            actor_user_id=actor.user_id,
+        )
+        uow.commit()
+    return Envelope[list[Tag]](data=[Tag.model_validate(t) for t in tags])

@@ -1,0 +1,180 @@
+"""Pipelines and their stages (staff): `/organizations/{orgId}/pipelines`.
+
+Staff (owner, admin, coach) may read; creating, renaming, reordering and archiving is for owners and admins.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id
+from api.idempotent import respond_once
+from api.pipelines.schemas_pipelines import (
+    AddStageBody,
+    CreatePipelineBody,
+    Pipeline,
+    RenamePipelineBody,
+    ReorderStagesBody,
+    Stage,
+    UpdateStageBody,
+)
+from api.schemas import Envelope
+from leadcrm.directory.access import require_manager, require_staff
+from leadcrm.directory.rules import Actor
+from leadcrm.pipelines import editing as editing
+from leadcrm.pipelines import stages as service
+from leadcrm.platform.db.uow import UnitOfWork
+
+router = APIGatewayHttpRouter()
+
+TAGS = ["Pipelines"]
+CREATED = {201: {"description": "Created (or the first answer replayed, with the same Idempotency-Key)"}}
+PIPELINES = "/organizations/<orgId>/pipelines"
+PIPELINE = f"{PIPELINES}/<pipelineId>"
+STAGES = f"{PIPELINE}/stages"
+STAGE = f"{STAGES}/<stageId>"
+
+
+def _staff(uow: UnitOfWork, orgId: str) -> Actor:
+    return require_staff(caller(uow, router, orgId))
+
+
+def _manager(uow: UnitOfWork, orgId: str) -> Actor:
+    return require_manager(caller(uow, router, orgId))
+
+
+def _pipeline_id(raw: str) -> uuid.UUID:
+    return entity_id(raw, "PIPELINE_NOT_FOUND")
+
+
+def _stage_id(raw: str) -> uuid.UUID:
+    return entity_id(raw, "STAGE_NOT_FOUND")
+
+
+def _pipeline(view: service.PipelineView) -> Pipeline:
+    return Pipeline.model_validate(view, from_attributes=True)
+
+
+def _stage(view: service.StageView) -> Stage:
+    return Stage.model_validate(view, from_attributes=True)
+
+
+@router.get(PIPELINES, tags=TAGS, summary="The organization's pipelines with their stages")
+def index(
+    orgId: str,  # the path names it as the API documents it
+    include_archived: Annotated[bool, Query(alias="includeArchived")] = False,
+) -> Envelope[list[Pipeline]]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        views = service.list_pipelines(uow.connection, actor.organization_id, include_archived=include_archived)
+        uow.commit()  # keeps the default pipeline when this read seeded it
+    return Envelope[list[Pipeline]](data=[_pipeline(v) for v in views])
+
+
+@router.get(PIPELINE, tags=TAGS, summary="One pipeline with its stages")
+def read(
+    orgId: str,
+    pipelineId: str,
+    include_archived: Annotated[bool, Query(alias="includeArchived")] = False,
+) -> Envelope[Pipeline]:
+    with UnitOfWork() as uow:
+        actor = _staff(uow, orgId)
+        view = service.get_pipeline(
+            uow.connection, actor.organization_id, _pipeline_id(pipelineId), include_archived_stages=include_archived
+        )
+    return Envelope[Pipeline](data=_pipeline(view))
+
+
+@router.post(PIPELINES, tags=TAGS, summary="Create a pipeline (owner/admin)", responses=CREATED)
+def create(
+    orgId: str,
+    body: Annotated[CreatePipelineBody, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="idempotency-key", max_length=255)] = None,
+) -> Response[Envelope[Pipeline]]:
+    with UnitOfWork() as uow:
+        actor = _manager(uow, orgId)
+        stages = [editing.NewStage(name=s.name, category=s.category) for s in body.stages] if body.stages else None
+        return respond_once(
+            uow,
+            f"pipelines.create:{actor.organization_id}",
+            idempotency_key,
+            body,
+            201,
+            lambda: Envelope[Pipeline](data=_pipeline(editing.create_pipeline(uow, actor, body.name, stages))),
+        )
+
+
+@router.patch(PIPELINE, tags=TAGS, summary="Rename a pipeline (owner/admin)")
+def rename(orgId: str, pipelineId: str, body: Annotated[RenamePipelineBody, Body()]) -> Envelope[Pipeline]:
+    with UnitOfWork() as uow:
+        actor = _manager(uow, orgId)
+        view = editing.rename_pipeline(uow, actor, _pipeline_id(pipelineId), body.name)
+        uow.commit()
+    return Envelope[Pipeline](data=_pipeline(view))
+
+
+@router.post(f"{PIPELINE}/archive", tags=TAGS, summary="Archive a pipeline (owner/admin; not the default)")
+def archive(orgId: str, pipelineId: str) -> Envelope[Pipeline]:
+    with UnitOfWork() as uow:
+        actor = _manager(uow, orgId)
+        view = editing.archive_pipeline(uow, actor, _pipeline_id(pipelineId))
+        uow.commit()
+    return Envelope[Pipeline](data=_pipeline(view))
+
+
+@router.post(STAGES, tags=TAGS, summary="Add a stage (owner/admin)", responses=CREATED)
+def add_stage(
+    orgId: str,
+    pipelineId: str,
+    body: Annotated[AddStageBody, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="idempotency-key", max_length=255)] = None,
+) -> Response[Envelope[Stage]]:
+    with UnitOfWork() as uow:
+        actor = _manager(uow, orgId)
+        pipeline_id = _pipeline_id(pipelineId)
+        new = editing.NewStage(name=body.name, category=body.category)
+        return respond_once(
+            uow,
+            f"pipelines.add_stage:{actor.organization_id}:{pipeline_id}",
+            idempotency_key,
+            body,
+            201,
+            lambda: Envelope[Stage](data=_stage(editing.add_stage(uow, actor, pipeline_id, new, body.position))),
+        )
+
+
+# Registered before …/stages/<stageId>: a different method, but kept first so `order` is never read as an id.
+@router.put(f"{STAGES}/order", tags=TAGS, summary="Reorder the active stages (owner/admin)")
+def reorder_stages(orgId: str, pipelineId: str, body: Annotated[ReorderStagesBody, Body()]) -> Envelope[Pipeline]:
+    with UnitOfWork() as uow:
+        actor = _manager(uow, orgId)
+        view = editing.reorder_stages(uow, actor, _pipeline_id(pipelineId), body.stage_ids)
+        uow.commit()
+    return Envelope[Pipeline](data=_pipeline(view))
+
+
+@router.patch(STAGE, tags=TAGS, summary="Rename a stage or change its category (owner/admin)")
+def update_stage(
+    orgId: str, pipelineId: str, stageId: str, body: Annotated[UpdateStageBody, Body()]
+) -> Envelope[Stage]:
+    with UnitOfWork() as uow:
+        actor = _manager(uow, orgId)
+        view = editing.update_stage(
+            uow, actor, _pipeline_id(pipelineId), _stage_id(stageId), name=body.name, category=body.category
+        )
+        uow.commit()
+    return Envelope[Stage](data=_stage(view))
+
+
+@router.post(f"{STAGE}/archive", tags=TAGS, summary="Archive a stage that holds no lead (owner/admin)")
+def archive_stage(orgId: str, pipelineId: str, stageId: str) -> Envelope[Stage]:
+    with UnitOfWork() as uow:
+        actor = _manager(uow, orgId)
+        view = editing.archive_stage(uow, actor, _pipeline_id(pipelineId), _stage_id(stageId))
+        uow.commit()
+    return Envelope[Stage](data=_stage(view))

@@ -1,0 +1,123 @@
+"""Duplicate merge, undo and pseudonymized erasure (issue 10).
+
+Merging and undoing are staff actions (the spec's lead lifecycle belongs to the CRM's staff gate);
+pseudonymizing, like erasing, is owner/admin. A lead or merge of another organization answers 404 exactly
+like a random id, so a merge across organizations is a 404.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id
+from api.qualification.schemas_qualification import (
+    Merge,
+    MergeBody,
+    MergeDone,
+    MergeSuggestion,
+    Pseudonymized,
+    UndoDone,
+)
+from api.schemas import Envelope
+from leadcrm.directory.access import require_manager, require_staff
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.qualification import merges as service
+from leadcrm.qualification import pseudonymize
+
+router = APIGatewayHttpRouter()
+
+TAGS = ["Merges"]
+LEAD = "/organizations/<orgId>/leads/<leadId>"
+MERGE = "/organizations/<orgId>/lead-merges/<mergeId>"
+
+
+@router.post(
+    f"{LEAD}/merge",
+    tags=TAGS,
+    summary="Merge a duplicate (mergedLeadId) into this lead, the survivor",
+    description=(
+        "Everything the duplicate owns moves to the survivor; empty survivor fields are filled from it; the "
+        "survivor keeps one open follow-up task. The duplicate's id then answers GET …/leads/{id} with the "
+        "survivor (meta.redirectedFrom). 409 MERGED_LEAD_CONVERTED, LEAD_PSEUDONYMIZED; 400 MERGE_SAME_LEAD."
+    ),
+)
+def merge(orgId: str, leadId: str, body: Annotated[MergeBody, Body()]) -> Envelope[MergeDone]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        done = service.merge_leads(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"), body.merged_lead_id)
+        uow.commit()
+    return Envelope[MergeDone](
+        data=MergeDone(
+            merge_id=done.merge_id,
+            survivor_id=done.survivor_id,
+            merged_id=done.merged_id,
+            merged_at=done.merged_at,
+            moved=done.moved,
+            filled=done.filled,
+        )
+    )
+
+
+@router.get(
+    f"{LEAD}/merge-suggestions",
+    tags=TAGS,
+    summary="Leads that are the same person by the identity rules, and the suggested survivor",
+)
+def suggestions(orgId: str, leadId: str) -> Envelope[MergeSuggestion]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        found = service.merge_suggestions(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
+    return Envelope[MergeSuggestion](data=MergeSuggestion.model_validate(found))
+
+
+@router.get(f"{LEAD}/merges", tags=TAGS, summary="The merges this lead survived, newest first")
+def lead_merges(orgId: str, leadId: str) -> Envelope[list[Merge]]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        rows = service.merges_of(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
+    return Envelope[list[Merge]](data=[Merge.model_validate(r) for r in rows])
+
+
+@router.get(MERGE, tags=TAGS, summary="A merge: who, when, the rows it moved, and its undo report")
+def read_merge(orgId: str, mergeId: str) -> Envelope[Merge]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        row = service.get_merge(uow.connection, actor.organization_id, entity_id(mergeId, "MERGE_NOT_FOUND"))
+    return Envelope[Merge](data=Merge.model_validate(row))
+
+
+@router.post(
+    f"{MERGE}/undo",
+    tags=TAGS,
+    summary="Undo a merge within 7 days: both leads as they were",
+    description=(
+        "Rows that reached the survivor since the merge stay with it and are listed in "
+        "report.stayedWithSurvivor. 409 MERGE_ALREADY_UNDONE, MERGE_UNDO_WINDOW_PASSED, SURVIVOR_MERGED_SINCE."
+    ),
+)
+def undo(orgId: str, mergeId: str) -> Envelope[UndoDone]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        done = service.undo_merge(uow, actor, entity_id(mergeId, "MERGE_NOT_FOUND"))
+        uow.commit()
+    return Envelope[UndoDone](
+        data=UndoDone(
+            merge_id=done.merge_id, survivor_id=done.survivor_id, restored_id=done.restored_id, report=done.report
+        )
+    )
+
+
+@router.post(
+    f"{LEAD}/pseudonymize",
+    tags=TAGS,
+    summary="Erase the person but keep the record: personal data replaced by keyed tokens (owner/admin)",
+)
+def pseudonymize_lead(orgId: str, leadId: str) -> Envelope[Pseudonymized]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        done = pseudonymize.pseudonymize_lead(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"))
+        uow.commit()
+    return Envelope[Pseudonymized](data=Pseudonymized.model_validate(done))

@@ -1,0 +1,228 @@
+"""Request and response bodies of enrichment, scoring models, qualification, merges and pseudonymization."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from api.leads.schemas_lead_reads import LeadDetail
+from api.schemas import CamelModel, Envelope, OutModel
+from leadcrm.qualification.rules.qualification import CriterionStatus, DisqualifyReason
+from leadcrm.qualification.rules.scoring import MAX_SCORE, Operator
+from leadcrm.qualification.tables import ENRICHMENT_CATEGORIES
+
+FieldName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
+MAX_RULES = 50
+
+# -- enrichment -------------------------------------------------------------------------------------------
+
+
+class EnrichmentBody(CamelModel):
+    category: Literal[ENRICHMENT_CATEGORIES]  # type: ignore[valid-type]
+    field: FieldName
+    # A scalar (text, number, yes/no) or a short list of them.
+    value: str | int | float | bool | list[str | int | float]
+    source: Annotated[str, Field(min_length=1, max_length=100)]
+    confidence: Annotated[float, Field(ge=0, le=1)]
+
+    @model_validator(mode="after")
+    def _bounded(self) -> EnrichmentBody:
+        if isinstance(self.value, str) and len(self.value) > 1000:
+            raise ValueError("value must be at most 1000 characters")
+        if isinstance(self.value, list) and len(self.value) > 50:
+            raise ValueError("value lists hold at most 50 items")
+        return self
+
+
+class Enrichment(OutModel):
+    id: uuid.UUID
+    lead_id: uuid.UUID
+    category: str
+    field: str
+    value: Any
+    source: str
+    confidence: float
+    actor_user_id: uuid.UUID | None
+    created_at: datetime
+
+
+class LeadEnrichments(OutModel):
+    """`current`: the newest value of each field; `history`: every enrichment, newest first."""
+
+    current: list[Enrichment]
+    history: list[Enrichment]
+
+
+# -- scoring models ---------------------------------------------------------------------------------------
+
+
+class FieldRule(CamelModel):
+    kind: Literal["field"]
+    field: FieldName
+    operator: Operator = Operator.PRESENT
+    value: str | int | float | bool | list[str | int | float] | None = None
+    weight: Annotated[float, Field(ge=-100, le=100)]
+
+    @model_validator(mode="after")
+    def _value_for_operator(self) -> FieldRule:
+        if self.operator is not Operator.PRESENT and self.value is None:
+            raise ValueError(f"operator {self.operator.value} needs a value")
+        if self.operator is Operator.IN and not isinstance(self.value, list):
+            raise ValueError("operator in needs a list value")
+        return self
+
+
+class SourceRule(CamelModel):
+    kind: Literal["source"]
+    sources: Annotated[list[Annotated[str, Field(min_length=1, max_length=50)]], Field(min_length=1, max_length=20)]
+    weight: Annotated[float, Field(ge=-100, le=100)]
+
+
+class EngagementRule(CamelModel):
+    kind: Literal["engagement"]
+    signal: FieldName
+    weight: Annotated[float, Field(ge=-100, le=100)]  # points per unit
+    max: Annotated[float | None, Field(ge=0, le=100)] = None
+
+
+Rule = Annotated[FieldRule | SourceRule | EngagementRule, Field(discriminator="kind")]
+
+
+class ScoringModelBody(CamelModel):
+    rules: Annotated[list[Rule], Field(min_length=1, max_length=MAX_RULES)]
+    qualify_threshold: Annotated[int, Field(ge=0, le=MAX_SCORE)]
+    nurture_days: Annotated[int, Field(ge=1, le=365)] = 30
+
+
+class ScoringModel(OutModel):
+    id: uuid.UUID
+    version: int
+    rules: list[dict[str, Any]]
+    qualify_threshold: int
+    nurture_days: int
+    created_by_user_id: uuid.UUID | None
+    created_at: datetime
+    # When every lead was rescored with this version (null while the job is applying it).
+    rescored_at: datetime | None
+
+
+# -- qualification ----------------------------------------------------------------------------------------
+
+
+class CriterionAnswer(CamelModel):
+    status: CriterionStatus
+    evidence: Annotated[str | None, Field(max_length=2000)] = None
+
+
+class CriteriaBody(CamelModel):
+    """BANT answers to record; criteria not named keep theirs. `met` needs evidence."""
+
+    budget: CriterionAnswer | None = None
+    authority: CriterionAnswer | None = None
+    need: CriterionAnswer | None = None
+    timeline: CriterionAnswer | None = None
+
+    @model_validator(mode="after")
+    def _something(self) -> CriteriaBody:
+        if not any((self.budget, self.authority, self.need, self.timeline)):
+            raise ValueError("name at least one of budget, authority, need, timeline")
+        return self
+
+
+class TransitionBody(CamelModel):
+    # Disqualify only, and required there (400 DISQUALIFY_REASON_REQUIRED without it).
+    reason_code: DisqualifyReason | None = None
+    note: Annotated[str | None, Field(max_length=2000)] = None
+    # Nurture only: re-evaluate after this many days (default: the scoring model's nurtureDays).
+    nurture_days: Annotated[int | None, Field(ge=1, le=365)] = None
+
+
+class Qualification(OutModel):
+    lead_id: uuid.UUID
+    state: str | None
+    reason: str | None
+    criteria: dict[str, Any]
+    changed_at: datetime | None
+    reevaluate_at: datetime | None
+    score: int | None
+    score_model_version: int | None
+    scored_at: datetime | None
+    qualify_threshold: int | None
+
+
+# -- merges -----------------------------------------------------------------------------------------------
+
+
+class MergeBody(CamelModel):
+    merged_lead_id: uuid.UUID
+
+
+class Merge(OutModel):
+    id: uuid.UUID
+    survivor_lead_id: uuid.UUID
+    original_survivor_id: uuid.UUID
+    merged_lead_id: uuid.UUID
+    actor_user_id: uuid.UUID | None
+    merged_at: datetime
+    # table.column → primary keys of the rows the merge moved to the survivor
+    moved: dict[str, list[list[Any]]]
+    undone_at: datetime | None
+    undone_by_user_id: uuid.UUID | None
+    undo_report: dict[str, Any] | None
+
+
+class MergeDone(OutModel):
+    merge_id: uuid.UUID
+    survivor_id: uuid.UUID
+    merged_id: uuid.UUID
+    merged_at: datetime
+    moved: dict[str, int]
+    filled: list[str]
+
+
+class UndoDone(OutModel):
+    merge_id: uuid.UUID
+    survivor_id: uuid.UUID
+    restored_id: uuid.UUID
+    # stayedWithSurvivor: rows that reached the survivor since the merge (they stay); missing: moved rows
+    # gone since; keptSurvivorColumns: filled columns edited since (the edit stays); notRestored: tables
+    # whose removed rows could not be put back; clearedReferences: the restored lead's references to rows
+    # deleted since (a campaign, an owner), cleared.
+    report: dict[str, Any]
+
+
+class Duplicate(OutModel):
+    lead_id: uuid.UUID
+    name: str | None
+    status: str
+    matched_by: Literal["email", "phone"]
+    created_at: datetime
+    converted: bool
+
+
+class MergeSuggestion(OutModel):
+    survivor_id: uuid.UUID
+    duplicates: list[Duplicate]
+
+
+class MergedRedirect(OutModel):
+    """The requested id was merged into `data.id`: this is the survivor's answer."""
+
+    redirected_from: uuid.UUID
+    merge_id: uuid.UUID
+    merged_at: datetime
+
+
+class LeadDetailOrRedirect(Envelope[LeadDetail]):
+    meta: MergedRedirect | None = None
+
+
+# -- pseudonymization -------------------------------------------------------------------------------------
+
+
+class Pseudonymized(OutModel):
+    lead_id: uuid.UUID
+    pseudonymized_at: datetime

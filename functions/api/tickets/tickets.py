@@ -1,0 +1,519 @@
+"""Helpdesk tickets, routing rules, SLA policies and reports (issue 12).
+
+Under /organizations/{orgId}:
+- tickets: `GET/POST /tickets`, `GET /tickets/{ticketId}` (with history, mails, messages) and one route per
+  §6 trigger a person causes: `assign`, `respond`, `request-info`, `customer-reply`, `resolve`, `confirm`,
+  `reopen`, `take-ownership` (invalid for the ticket's state: 409 TICKET_INVALID_TRANSITION). Staff work
+  tickets; a member may open one for themselves (channel portal) and see their own.
+- configuration (staff read, owner/admin write): `/ticket-settings`, `/ticket-queues`, `/ticket-routing-rules`.
+- `GET /ticket-reports/sla?from=&to=` (staff).
+Public (no token): `GET/POST /public/ticket-surveys/{token}`, the satisfaction survey a closed ticket mails.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id, json_response
+from api.idempotent import respond_once
+from api.leads.schemas_capture import IDEMPOTENCY_KEY_PATTERN
+from api.tickets.schemas_tickets import (
+    AssignBody,
+    CreateQueueBody,
+    CreateRuleBody,
+    CreateTicketBody,
+    CustomerReplyBody,
+    MessageBody,
+    Queue,
+    QueueEnvelope,
+    QueueListEnvelope,
+    ReopenBody,
+    ResolveBody,
+    Rule,
+    RuleEnvelope,
+    RuleListEnvelope,
+    RuleOrderBody,
+    Settings,
+    SettingsEnvelope,
+    SlaReportEnvelope,
+    Survey,
+    SurveyAnswerBody,
+    SurveyEnvelope,
+    Ticket,
+    TicketDetail,
+    TicketDetailEnvelope,
+    TicketEnvelope,
+    TicketListEnvelope,
+    UpdateQueueBody,
+    UpdateRuleBody,
+    UpdateSettingsBody,
+)
+from leadcrm.directory.access import require_feature, require_manager, require_staff
+from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import BadRequest, Forbidden
+from leadcrm.platform.ids import parse_uuid
+from leadcrm.platform.keyset import decode_keyset, encode_keyset
+from leadcrm.tickets import config as ticket_config
+from leadcrm.tickets import queries as ticket_queries
+from leadcrm.tickets import reports as ticket_reports
+from leadcrm.tickets import surveys as ticket_surveys
+from leadcrm.tickets import tickets as service
+from leadcrm.tickets.rules.routing import Channel
+from leadcrm.tickets.rules.states import TicketStatus
+
+router = APIGatewayHttpRouter()
+
+# A route that names responses documents its success status itself (the resolver adds 200 only otherwise).
+OK = {200: {"description": "OK"}}
+TICKET = {**OK, 404: {"description": "TICKET_NOT_FOUND"}}
+TRANSITION = {**TICKET, 409: {"description": "TICKET_INVALID_TRANSITION (status, trigger, allowed)"}}
+MAX_REPORT_DAYS = 366
+
+
+def _ticket_id(raw: str) -> uuid.UUID:
+    return entity_id(raw, "TICKET_NOT_FOUND")
+
+
+def _member_or_staff(actor: Actor) -> Actor:
+    """Staff, or a member (who sees and opens only their own tickets), in an organization with lead management."""
+    require_feature(actor, LEAD_MANAGEMENT)
+    if not actor.is_staff and actor.membership_id is None:
+        raise Forbidden("You are not a member of this organization.", code="NOT_A_MEMBER")
+    return actor
+
+
+def _visible(actor: Actor, ticket: dict[str, Any]) -> dict[str, Any]:
+    """A member sees their own tickets only; anyone else's answers 404 like a random id."""
+    if not actor.is_staff and ticket["membership_id"] != actor.membership_id:
+        raise service.ticket_not_found()
+    return ticket
+
+
+# -- tickets ---------------------------------------------------------------------------------------------------
+
+
+@router.get("/organizations/<orgId>/tickets", tags=["Tickets"], summary="List tickets (staff; a member: their own)")
+def index(
+    orgId: str,
+    status: Annotated[TicketStatus | None, Query()] = None,
+    queueId: Annotated[uuid.UUID | None, Query()] = None,
+    assignedTo: Annotated[Literal["me", "unassigned"] | None, Query()] = None,
+    leadId: Annotated[uuid.UUID | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=ticket_queries.MAX_PAGE)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> TicketListEnvelope:
+    after = None
+    if cursor is not None:
+        after = parse_uuid(decode_keyset(cursor, 1)[0])
+        if after is None:
+            raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
+    with UnitOfWork() as uow:
+        actor = _member_or_staff(caller(uow, router, orgId))
+        filters = ticket_queries.TicketFilters(
+            status=status,
+            queue_id=queueId,
+            assignee_user_id=actor.user_id if assignedTo == "me" else None,
+            unassigned=assignedTo == "unassigned",
+            lead_id=leadId,
+            membership_id=None if actor.is_staff else actor.membership_id,
+        )
+        rows, last = ticket_queries.list_tickets(
+            uow.connection, actor.organization_id, filters, after=after, limit=limit
+        )
+    return TicketListEnvelope(
+        data=[Ticket.from_row(r) for r in rows], next_cursor=encode_keyset([str(last)]) if last else None
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/tickets",
+    tags=["Tickets"],
+    summary="Open a ticket (staff for a lead or member; a member for themselves)",
+    responses={
+        201: {"description": "The ticket (or the first answer replayed with the same Idempotency-Key)"},
+        400: {"description": "TICKET_REQUESTER_REQUIRED"},
+        404: {"description": "LEAD_NOT_FOUND, MEMBERSHIP_NOT_FOUND"},
+    },
+)
+def create(
+    orgId: str,
+    body: Annotated[CreateTicketBody, Body()],
+    idempotency_key: Annotated[str | None, Header(alias="idempotency-key", pattern=IDEMPOTENCY_KEY_PATTERN)] = None,
+) -> Response[TicketEnvelope]:
+    with UnitOfWork() as uow:
+        actor = _member_or_staff(caller(uow, router, orgId))
+        if actor.is_staff:
+            if body.lead_id is None and body.membership_id is None:
+                raise BadRequest("Name the lead or the member who asks.", code="TICKET_REQUESTER_REQUIRED")
+            new = service.NewTicket(
+                subject=body.subject,
+                description=body.description,
+                channel=body.channel,
+                priority=body.priority,
+                lead_id=body.lead_id,
+                membership_id=body.membership_id,
+                requester_email=body.requester_email,
+            )
+        else:
+            # A member asks for themselves, through the portal, whatever the body says about others.
+            if body.lead_id is not None or (body.membership_id not in (None, actor.membership_id)):
+                raise Forbidden("A member opens tickets for themselves only.", code="STAFF_ONLY")
+            new = service.NewTicket(
+                subject=body.subject,
+                description=body.description,
+                channel=Channel.PORTAL,
+                priority=body.priority,
+                membership_id=actor.membership_id,
+            )
+        return respond_once(
+            uow,
+            f"tickets.create:{actor.organization_id}:{actor.user_id}",
+            idempotency_key,
+            body,
+            201,
+            lambda: TicketEnvelope(
+                data=Ticket.from_row(
+                    service.create_ticket(uow, actor.organization_id, new, actor_user_id=actor.user_id)
+                )
+            ),
+        )
+
+
+@router.get("/organizations/<orgId>/tickets/<ticketId>", tags=["Tickets"], summary="A ticket", responses=TICKET)
+def show(orgId: str, ticketId: str) -> TicketDetailEnvelope:
+    with UnitOfWork() as uow:
+        actor = _member_or_staff(caller(uow, router, orgId))
+        conn, org = uow.connection, actor.organization_id
+        ticket = _visible(actor, service.read_ticket(conn, org, _ticket_id(ticketId)))
+        detail = TicketDetail.model_validate(
+            {
+                **Ticket.from_row(ticket).model_dump(),
+                "history": ticket_queries.history(conn, org, ticket["id"]) if actor.is_staff else [],
+                "mails": ticket_queries.mails(conn, org, ticket["id"]) if actor.is_staff else [],
+                "messages": ticket_queries.messages(conn, org, ticket["id"]),
+            }
+        )
+    return TicketDetailEnvelope(data=detail)
+
+
+def _staff_action(orgId: str, action: Callable[[UnitOfWork, Actor], dict[str, Any]]) -> Response[TicketEnvelope]:
+    """Runs one staff action on a ticket in one unit of work and answers the ticket as written."""
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        row = action(uow, actor)
+        uow.commit()
+    return json_response(200, TicketEnvelope(data=Ticket.from_row(row)))
+
+
+@router.post(
+    "/organizations/<orgId>/tickets/<ticketId>/assign",
+    tags=["Tickets"],
+    summary="Assign an agent and/or a queue (Unassigned → Assigned; a handover elsewhere)",
+    responses={**TRANSITION, 400: {"description": "ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"}},
+)
+def assign(orgId: str, ticketId: str, body: Annotated[AssignBody, Body()]) -> Response[TicketEnvelope]:
+    return _staff_action(
+        orgId,
+        lambda uow, actor: service.assign(
+            uow, actor, _ticket_id(ticketId), assignee_user_id=body.assignee_user_id, queue_id=body.queue_id
+        ),
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/tickets/<ticketId>/respond",
+    tags=["Tickets"],
+    summary="Log the agent's response (Assigned or Reopened → In Progress)",
+    responses=TRANSITION,
+)
+def respond(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]) -> Response[TicketEnvelope]:
+    return _staff_action(
+        orgId, lambda uow, actor: service.respond(uow, actor, _ticket_id(ticketId), message=body.message)
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/tickets/<ticketId>/request-info",
+    tags=["Tickets"],
+    summary="Ask the customer for information (In Progress → Awaiting Customer; the clock pauses)",
+    responses=TRANSITION,
+)
+def request_info(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]) -> Response[TicketEnvelope]:
+    return _staff_action(
+        orgId, lambda uow, actor: service.request_info(uow, actor, _ticket_id(ticketId), message=body.message)
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/tickets/<ticketId>/customer-reply",
+    tags=["Tickets"],
+    summary="Log the customer's reply by phone or chat (Awaiting Customer → In Progress; the clock resumes)",
+    responses=TRANSITION,
+)
+def customer_reply(orgId: str, ticketId: str, body: Annotated[CustomerReplyBody, Body()]) -> Response[TicketEnvelope]:
+    return _staff_action(
+        orgId,
+        lambda uow, actor: service.customer_reply(
+            uow,
+            actor.organization_id,
+            _ticket_id(ticketId),
+            message=body.message,
+            actor_user_id=actor.user_id,
+            channel=body.channel.value,
+        ),
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/tickets/<ticketId>/resolve",
+    tags=["Tickets"],
+    summary="Propose the solution (In Progress → Resolved; the customer is asked to confirm)",
+    responses=TRANSITION,
+)
+def resolve(orgId: str, ticketId: str, body: Annotated[ResolveBody, Body()]) -> Response[TicketEnvelope]:
+    return _staff_action(
+        orgId, lambda uow, actor: service.resolve(uow, actor, _ticket_id(ticketId), resolution=body.resolution)
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/tickets/<ticketId>/confirm",
+    tags=["Tickets"],
+    summary="Record the customer's confirmation (Resolved → Closed; the survey goes out)",
+    responses=TRANSITION,
+)
+def confirm(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
+    return _staff_action(
+        orgId,
+        lambda uow, actor: service.confirm(
+            uow, actor.organization_id, _ticket_id(ticketId), actor_user_id=actor.user_id
+        ),
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/tickets/<ticketId>/reopen",
+    tags=["Tickets"],
+    summary="The issue persists (Resolved → Reopened; the resolution clock restarts)",
+    responses=TRANSITION,
+)
+def reopen(orgId: str, ticketId: str, body: Annotated[ReopenBody, Body()]) -> Response[TicketEnvelope]:
+    return _staff_action(
+        orgId,
+        lambda uow, actor: service.reopen(
+            uow, actor.organization_id, _ticket_id(ticketId), reason=body.reason, actor_user_id=actor.user_id
+        ),
+    )
+
+
+@router.post(
+    "/organizations/<orgId>/tickets/<ticketId>/take-ownership",
+    tags=["Tickets"],
+    summary="A higher-tier agent takes an escalated ticket (Escalated → In Progress)",
+    responses={**TRANSITION, 403: {"description": "TICKET_HIGHER_TIER_ONLY"}},
+)
+def take_ownership(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
+    return _staff_action(orgId, lambda uow, actor: service.take_ownership(uow, actor, _ticket_id(ticketId)))
+
+
+# -- settings, queues, rules -------------------------------------------------------------------------------------
+
+
+@router.get("/organizations/<orgId>/ticket-settings", tags=["Tickets"], summary="Helpdesk settings (staff)")
+def settings(orgId: str) -> SettingsEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        view = ticket_config.settings_view(uow.connection, actor.organization_id)
+        uow.commit()  # the first read makes the settings row (and the support address)
+    return SettingsEnvelope(data=Settings.from_view(view))
+
+
+@router.patch(
+    "/organizations/<orgId>/ticket-settings",
+    tags=["Tickets"],
+    summary="Change business hours, holidays, SLA targets, auto-close and escalation (owner/admin)",
+    responses={**OK, 400: {"description": "INVALID_CALENDAR, INVALID_SLA_POLICY"}},
+)
+def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> SettingsEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        view = ticket_config.update_settings(uow.connection, actor.organization_id, body.changes())
+        uow.commit()
+    return SettingsEnvelope(data=Settings.from_view(view))
+
+
+@router.get("/organizations/<orgId>/ticket-queues", tags=["Tickets"], summary="Queues (staff)")
+def queues(orgId: str) -> QueueListEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        rows = ticket_config.list_queues(uow.connection, actor.organization_id)
+    return QueueListEnvelope(data=[Queue.model_validate(r) for r in rows])
+
+
+@router.post(
+    "/organizations/<orgId>/ticket-queues",
+    tags=["Tickets"],
+    summary="Create a queue (owner/admin)",
+    responses={201: {"description": "The queue"}, 400: {"description": "TICKET_QUEUE_NAME_TAKEN, ASSIGNEE_NOT_STAFF"}},
+)
+def create_queue(orgId: str, body: Annotated[CreateQueueBody, Body()]) -> Response[QueueEnvelope]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        row = ticket_config.create_queue(uow.connection, actor.organization_id, body.name, body.escalation_user_id)
+        uow.commit()
+    return json_response(201, QueueEnvelope(data=Queue.model_validate(row)))
+
+
+@router.patch(
+    "/organizations/<orgId>/ticket-queues/<queueId>",
+    tags=["Tickets"],
+    summary="Rename, set the escalation agent, archive (owner/admin)",
+    responses={**OK, 404: {"description": "TICKET_QUEUE_NOT_FOUND"}},
+)
+def update_queue(orgId: str, queueId: str, body: Annotated[UpdateQueueBody, Body()]) -> QueueEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        row = ticket_config.update_queue(
+            uow.connection, actor.organization_id, entity_id(queueId, "TICKET_QUEUE_NOT_FOUND"), body.changes()
+        )
+        uow.commit()
+    return QueueEnvelope(data=Queue.model_validate(row))
+
+
+@router.get("/organizations/<orgId>/ticket-routing-rules", tags=["Tickets"], summary="Routing rules in order (staff)")
+def rules(orgId: str) -> RuleListEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        rows = ticket_config.list_rules(uow.connection, actor.organization_id)
+    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows])
+
+
+@router.post(
+    "/organizations/<orgId>/ticket-routing-rules",
+    tags=["Tickets"],
+    summary="Add a routing rule at a position (owner/admin)",
+    responses={
+        201: {"description": "The rule"},
+        400: {"description": "TICKET_RULE_NEEDS_TARGET, ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"},
+    },
+)
+def create_rule(orgId: str, body: Annotated[CreateRuleBody, Body()]) -> Response[RuleEnvelope]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        row = ticket_config.create_rule(uow.connection, actor.organization_id, body.changes())
+        uow.commit()
+    return json_response(201, RuleEnvelope(data=Rule.model_validate(row)))
+
+
+@router.put(
+    "/organizations/<orgId>/ticket-routing-rules/order",
+    tags=["Tickets"],
+    summary="Put the routing rules in this order (owner/admin)",
+    responses={**OK, 400: {"description": "TICKET_RULE_ORDER_MISMATCH"}},
+)
+def order_rules(orgId: str, body: Annotated[RuleOrderBody, Body()]) -> RuleListEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        rows = ticket_config.reorder_rules(uow.connection, actor.organization_id, body.rule_ids)
+        uow.commit()
+    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows])
+
+
+@router.patch(
+    "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
+    tags=["Tickets"],
+    summary="Change a routing rule (owner/admin)",
+    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
+)
+def update_rule(orgId: str, ruleId: str, body: Annotated[UpdateRuleBody, Body()]) -> RuleEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        row = ticket_config.update_rule(
+            uow.connection, actor.organization_id, entity_id(ruleId, "TICKET_ROUTING_RULE_NOT_FOUND"), body.changes()
+        )
+        uow.commit()
+    return RuleEnvelope(data=Rule.model_validate(row))
+
+
+@router.delete(
+    "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
+    tags=["Tickets"],
+    summary="Delete a routing rule (owner/admin)",
+    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
+)
+def delete_rule(orgId: str, ruleId: str) -> Response[dict[str, Any]]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        ticket_config.delete_rule(
+            uow.connection, actor.organization_id, entity_id(ruleId, "TICKET_ROUTING_RULE_NOT_FOUND")
+        )
+        uow.commit()
+    return json_response(200, {"data": {"deleted": True}})
+
+
+# -- reports ---------------------------------------------------------------------------------------------------
+
+
+@router.get(
+    "/organizations/<orgId>/ticket-reports/sla",
+    tags=["Tickets"],
+    summary="First response and resolution times, breach rate: totals, per queue, per agent (staff)",
+    responses={**OK, 400: {"description": "INVALID_PERIOD"}},
+)
+def sla_report(
+    orgId: str,
+    from_: Annotated[datetime | None, Query(alias="from")] = None,
+    to: Annotated[datetime | None, Query()] = None,
+) -> SlaReportEnvelope:
+    end = _aware(to) if to else datetime.now(UTC)
+    start = _aware(from_) if from_ else end - timedelta(days=30)
+    if start >= end or end - start > timedelta(days=MAX_REPORT_DAYS):
+        raise BadRequest(f"from must be before to, at most {MAX_REPORT_DAYS} days apart.", code="INVALID_PERIOD")
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        report = ticket_reports.sla_report(uow.connection, actor.organization_id, start, end)
+    return SlaReportEnvelope.model_validate({"data": report})
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+# -- the public survey -------------------------------------------------------------------------------------------
+
+
+@router.get(
+    "/public/ticket-surveys/<token>",
+    tags=["Tickets"],
+    summary="The satisfaction survey a closed ticket mailed (public)",
+    responses={**OK, 404: {"description": "SURVEY_NOT_FOUND"}},
+)
+def survey(token: str) -> SurveyEnvelope:
+    with UnitOfWork() as uow:
+        row = ticket_surveys.survey_for_token(uow.connection, token)
+    return SurveyEnvelope(data=Survey.from_row(row))
+
+
+@router.post(
+    "/public/ticket-surveys/<token>",
+    tags=["Tickets"],
+    summary="Answer the satisfaction survey, once (public)",
+    responses={
+        201: {"description": "The answer, recorded"},
+        404: {"description": "SURVEY_NOT_FOUND"},
+        409: {"description": "SURVEY_ALREADY_ANSWERED"},
+    },
+)
+def answer_survey(token: str, body: Annotated[SurveyAnswerBody, Body()]) -> Response[SurveyEnvelope]:
+    with UnitOfWork() as uow:
+        row = ticket_surveys.answer_survey(uow.connection, token, body.rating, body.comment or None)
+        uow.commit()
+    return json_response(201, SurveyEnvelope(data=Survey.from_row(row)))

@@ -1,0 +1,62 @@
+"""The work queue (staff): GET /organizations/{orgId}/leads/queue."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller
+from api.schemas import ListEnvelope
+from api.work.schemas_queue import QueueItem
+from leadcrm.directory.access import require_staff
+from leadcrm.leads.rules.listing import AssignedToFilter
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.work.queue import (
+    DEFAULT_QUEUE_PAGE_SIZE,
+    MAX_QUEUE_CURSOR_LENGTH,
+    MAX_QUEUE_PAGE_SIZE,
+    QueueFilters,
+    decode_queue_cursor,
+    queue_page,
+)
+from leadcrm.work.rules.attention import Reason
+
+router = APIGatewayHttpRouter()
+
+
+@router.get(
+    "/organizations/<orgId>/leads/queue",
+    tags=["Leads"],
+    summary="The open leads that need action, each with why, most urgent first",
+    description=(
+        "Open (new, contacted, callback, trial_booked, no_show), live, unpaused leads with at least one reason: "
+        "`inbound_unanswered`, `follow_up_overdue`, `follow_up_due_today` (the organization's timezone), "
+        "`new_untouched` (no attempt past the new-lead SLA, 15 minutes unless NEW_LEAD_SLA_MINUTES), `returned` "
+        "(came back within 7 days, nobody tried since), `unassigned`. Ranked by `tier` (0 hot: arrivals in "
+        "their first 24 hours; 1 due follow-ups; 2 cooling: arrivals up to 7 days; 3 backlog), then newest "
+        "arrival / most overdue follow-up first. The intake call and the return call are never overdue. "
+        "`reason=` lists the leads having that reason, ranked by it. `nextCursor` is valid only with the "
+        "`reason` it was issued for."
+    ),
+)
+def index(
+    orgId: str,
+    assignedTo: Annotated[AssignedToFilter | None, Query()] = None,
+    reason: Annotated[Reason | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_QUEUE_PAGE_SIZE)] = DEFAULT_QUEUE_PAGE_SIZE,
+    cursor: Annotated[str | None, Query(max_length=MAX_QUEUE_CURSOR_LENGTH)] = None,
+) -> ListEnvelope[QueueItem]:
+    filters = QueueFilters(
+        assigned_to=assignedTo,
+        reason=reason,
+        limit=limit,
+        after=decode_queue_cursor(cursor, reason) if cursor is not None else None,
+    )
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        page = queue_page(uow.connection, actor, filters)
+    return ListEnvelope[QueueItem](
+        data=[QueueItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor
+    )

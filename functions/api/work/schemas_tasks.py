@@ -1,0 +1,130 @@
+"""Bodies of the Tasks routes (/organizations/{orgId}/tasks)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import date, datetime, time
+from typing import Annotated, Literal
+
+from pydantic import Field, PlainSerializer, WithJsonSchema, model_validator
+
+from api.schemas import CamelModel, OutModel
+from leadcrm.work.tasks import TaskType
+
+TaskPriority = Literal["low", "medium", "high"]
+
+
+class CreateTaskBody(CamelModel):
+    title: str = Field(min_length=1, max_length=255)
+    description: str | None = Field(default=None, max_length=5000)
+    type: TaskType = TaskType.GENERAL
+    priority: TaskPriority = "medium"
+    due_date: date | None = None
+    due_time: time | None = None
+    # An active staff member of this organization (400 ASSIGNEE_NOT_STAFF); default: the caller.
+    assignee_user_id: uuid.UUID | None = None
+    # A lead of this organization (404 LEAD_NOT_FOUND). With type contact_lead the task is the lead's
+    # follow-up: it merges into the lead's open contact task, if there is one.
+    linked_lead_id: uuid.UUID | None = None
+
+    @model_validator(mode="after")
+    def _time_needs_a_date(self) -> CreateTaskBody:
+        if self.due_time is not None and self.due_date is None:
+            raise ValueError("dueTime needs a dueDate")
+        return self
+
+
+class UpdateTaskBody(CamelModel):
+    """Only the fields sent change; dueDate / dueTime / description / assigneeUserId may be null to clear."""
+
+    title: str | None = Field(default=None, min_length=1, max_length=255)
+    description: str | None = Field(default=None, max_length=5000)
+    priority: TaskPriority | None = None
+    due_date: date | None = None
+    due_time: time | None = None
+    assignee_user_id: uuid.UUID | None = None
+    # Completing and cancelling have their own routes.
+    status: Literal["pending", "in_progress"] | None = None
+
+    @model_validator(mode="after")
+    def _something_and_no_null_where_none_is_allowed(self) -> UpdateTaskBody:
+        sent = self.model_fields_set
+        if not sent:
+            raise ValueError("send at least one field")
+        for name in ("title", "priority", "status"):
+            if name in sent and getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        return self
+
+    def changes(self) -> dict[str, object]:
+        """Column name → value for the fields sent."""
+        return {name: getattr(self, name) for name in self.model_fields_set}
+
+
+class TaskLead(OutModel):
+    id: uuid.UUID
+    name: str | None
+    phone: str | None
+
+
+# A task's due time is a wall-clock time in the organization's zone, stored without an offset: written as
+# such ("14:30:00"), not as an RFC 3339 time, which requires an offset (the fuzzing caught the mismatch).
+WallClockTime = Annotated[
+    time,
+    PlainSerializer(lambda value: value.replace(tzinfo=None).isoformat(), return_type=str),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": r"^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?$",
+            "description": "Local wall-clock time in the organization's time zone, no offset",
+        }
+    ),
+]
+
+
+class Task(OutModel):
+    id: uuid.UUID
+    organization_id: uuid.UUID
+    type: str
+    title: str
+    description: str | None
+    status: str
+    priority: str
+    source: str
+    due_date: date | None
+    due_time: WallClockTime | None
+    assignee_user_id: uuid.UUID | None
+    linked_lead_id: uuid.UUID | None
+    lead: TaskLead | None
+    created_by_user_id: uuid.UUID | None
+    completed_at: datetime | None
+    cancelled_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: dict[str, object]) -> Task:
+        lead = None
+        if row["linked_lead_id"] is not None:
+            lead = TaskLead(id=row["linked_lead_id"], name=row["lead_name"], phone=row["lead_phone"])  # type: ignore[arg-type]
+        return cls.model_validate({**row, "lead": lead})
+
+
+class TaskEnvelope(OutModel):
+    data: Task
+
+
+class CreateTaskMeta(OutModel):
+    # True: a contact_lead task for a lead that already had an open one; that task was moved onto this one's
+    # due date and took its fields (a lead has one follow-up).
+    merged: bool
+
+
+class CreateTaskEnvelope(OutModel):
+    data: Task
+    meta: CreateTaskMeta
+
+
+class TaskListEnvelope(OutModel):
+    data: list[Task]
+    next_cursor: str | None

@@ -1,0 +1,137 @@
+"""Tasks (staff): /organizations/{orgId}/tasks.
+
+Lead tasks are listed with every other task (spec "Tasks page"): filter by `type` (contact_lead for the
+lead tasks), `status` (default open: pending or in_progress), `leadId`, `assignedTo=me` (the caller,
+resolved by the server). Rows carry `linkedLeadId` and the lead's name and phone. A contact_lead task
+created for a lead is the lead's follow-up; closing or rescheduling a task that stands for it clears or
+moves the follow-up. Another organization's task or lead answers 404 like a random id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id, json_response
+from api.work.schemas_tasks import (
+    CreateTaskBody,
+    CreateTaskEnvelope,
+    CreateTaskMeta,
+    Task,
+    TaskEnvelope,
+    TaskListEnvelope,
+    UpdateTaskBody,
+)
+from leadcrm.directory.access import require_staff
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.work.tasks import (
+    MAX_PAGE,
+    NewTask,
+    TaskChange,
+    TaskFilters,
+    TaskStatusFilter,
+    TaskType,
+    close_task,
+    create_task,
+    list_tasks,
+    update_task,
+)
+
+router = APIGatewayHttpRouter()
+
+TASK_RESPONSES = {
+    200: {"description": "The task"},
+    404: {"description": "TASK_NOT_FOUND"},
+    409: {"description": "TASK_CLOSED"},
+}
+
+
+@router.get("/organizations/<orgId>/tasks", tags=["Tasks"], summary="List tasks (staff)")
+def index(
+    orgId: str,
+    type: Annotated[TaskType | None, Query()] = None,  # noqa: A002 - the documented query name
+    status: Annotated[TaskStatusFilter, Query()] = TaskStatusFilter.OPEN,
+    leadId: Annotated[uuid.UUID | None, Query()] = None,
+    assignedTo: Annotated[Literal["me"] | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> TaskListEnvelope:
+    filters = TaskFilters(type=type, status=status, lead_id=leadId, assigned_to_me=assignedTo == "me")
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        rows, next_cursor = list_tasks(uow.connection, actor, filters, cursor=cursor, limit=limit)
+    return TaskListEnvelope(data=[Task.from_row(r) for r in rows], next_cursor=next_cursor)
+
+
+@router.post(
+    "/organizations/<orgId>/tasks",
+    tags=["Tasks"],
+    summary="Create a task (staff)",
+    responses={
+        201: {"description": "The task"},
+        400: {"description": "ASSIGNEE_NOT_STAFF"},
+        404: {"description": "LEAD_NOT_FOUND"},
+    },
+)
+def create(orgId: str, body: Annotated[CreateTaskBody, Body()]) -> Response[CreateTaskEnvelope]:
+    new = NewTask(
+        title=body.title,
+        description=body.description or None,
+        type=body.type,
+        priority=body.priority,
+        due_date=body.due_date,
+        due_time=body.due_time,
+        assignee_user_id=body.assignee_user_id,
+        linked_lead_id=body.linked_lead_id,
+    )
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        row, merged = create_task(uow, actor, new)
+        uow.commit()
+    return json_response(201, CreateTaskEnvelope(data=Task.from_row(row), meta=CreateTaskMeta(merged=merged)))
+
+
+@router.patch(
+    "/organizations/<orgId>/tasks/<taskId>",
+    tags=["Tasks"],
+    summary="Update a task (staff)",
+    responses={400: {"description": "ASSIGNEE_NOT_STAFF, FOLLOW_UP_TASK_NEEDS_DUE_DATE"}, **TASK_RESPONSES},
+)
+def patch(orgId: str, taskId: str, body: Annotated[UpdateTaskBody, Body()]) -> Response[TaskEnvelope]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        row = update_task(uow, actor, entity_id(taskId, "TASK_NOT_FOUND"), TaskChange(body.changes()))
+        uow.commit()
+    return json_response(200, TaskEnvelope(data=Task.from_row(row)))
+
+
+def _close(orgId: str, taskId: str, status: str) -> Response[TaskEnvelope]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        row = close_task(uow, actor, entity_id(taskId, "TASK_NOT_FOUND"), status)
+        uow.commit()
+    return json_response(200, TaskEnvelope(data=Task.from_row(row)))
+
+
+@router.post(
+    "/organizations/<orgId>/tasks/<taskId>/complete",
+    tags=["Tasks"],
+    summary="Complete a task (staff)",
+    responses=TASK_RESPONSES,
+)
+def complete(orgId: str, taskId: str) -> Response[TaskEnvelope]:
+    return _close(orgId, taskId, "completed")
+
+
+@router.post(
+    "/organizations/<orgId>/tasks/<taskId>/cancel",
+    tags=["Tasks"],
+    summary="Cancel a task (staff)",
+    responses=TASK_RESPONSES,
+)
+def cancel(orgId: str, taskId: str) -> Response[TaskEnvelope]:
+    return _close(orgId, taskId, "cancelled")

@@ -1,0 +1,1 @@
+"""Reports: funnel and conversion analytics, attribution by campaign and channel, campaign spend."""

@@ -1,0 +1,185 @@
+"""The conversations tables (SQLAlchemy Core), on the one shared MetaData of leadcrm.platform.db.columns."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    PrimaryKeyConstraint,
+    Table,
+    Text,
+    Uuid,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, updated_at_column
+
+CONSENT_CHANNELS = ("email", "sms", "whatsapp", "call")
+
+CONSENT_STATUSES = ("granted", "revoked")
+
+# A lead's current consent per channel (conversations.consent), kept in step with the append-only ledger
+# lead_consent_events. No row: nothing was said, the channel is allowed.
+lead_consents = Table(
+    "lead_consents",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("source", Text, nullable=False),
+    Column("legal_basis", Text),
+    updated_at_column(),
+    CheckConstraint(one_of("channel", CONSENT_CHANNELS), name="channel"),
+    CheckConstraint(one_of("status", CONSENT_STATUSES), name="status"),
+    Index("uq_lead_consents_lead_channel", "lead_id", "channel", unique=True),
+)
+
+CONVERSATION_CHANNELS = ("email", "sms", "whatsapp")
+
+CONVERSATION_STATUSES = ("open", "closed")
+
+MESSAGE_DIRECTIONS = ("inbound", "outbound", "note")
+
+# queued → sent | failed for outbound mail; received for inbound; note for internal notes.
+MESSAGE_STATUSES = ("queued", "sent", "failed", "received", "note")
+
+LEGAL_BASES = ("consent", "legitimate_interest", "contract", "legal_obligation")
+
+BULK_JOB_STATUSES = ("queued", "sending", "done")
+
+BULK_RECIPIENT_STATUSES = ("pending", "sending", "sent", "failed", "skipped")
+
+# One thread per (organization, channel, contact): contact_key is `lead:<id>` or `member:<membership id>`,
+# the spec's externalContactId, so a find-or-create is one INSERT … ON CONFLICT on it.
+conversations = Table(
+    "conversations",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("channel", Text, nullable=False),
+    Column("contact_key", Text, nullable=False),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE")),
+    Column("membership_id", Uuid, ForeignKey("memberships.id", ondelete="CASCADE")),
+    # Stored by the first outbound message and reused as "Re: …" after it.
+    Column("subject", Text),
+    Column("status", Text, nullable=False, server_default="open"),
+    Column("unread_count", Integer, nullable=False, server_default=text("0")),
+    Column("assigned_to_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    Column("last_message_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    created_at_column(),
+    updated_at_column(),
+    CheckConstraint(one_of("channel", CONVERSATION_CHANNELS), name="channel"),
+    CheckConstraint(one_of("status", CONVERSATION_STATUSES), name="status"),
+    CheckConstraint("unread_count >= 0", name="unread_count_not_negative"),
+    CheckConstraint("(lead_id IS NULL) <> (membership_id IS NULL)", name="one_contact"),
+    Index("uq_conversations_org_channel_contact", "organization_id", "channel", "contact_key", unique=True),
+    # The inbox: newest activity first, keyset on (last_message_at, id).
+    Index("ix_conversations_org_last_message", "organization_id", "last_message_at", "id"),
+    Index("ix_conversations_org_lead", "organization_id", "lead_id", postgresql_where=text("lead_id IS NOT NULL")),
+)
+
+conversation_messages = Table(
+    "conversation_messages",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("conversation_id", Uuid, ForeignKey("conversations.id", ondelete="CASCADE"), nullable=False),
+    Column("direction", Text, nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("author_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    Column("subject", Text),
+    Column("body", Text, nullable=False),
+    Column("from_address", Text),
+    Column("to_address", Text),
+    # The provider's id of an outbound message (SES MessageId).
+    Column("provider_message_id", Text),
+    # The RFC 5322 Message-ID of an inbound message: what recordInbound deduplicates on, and what the next
+    # outbound message's In-Reply-To/References name.
+    Column("external_message_id", Text),
+    Column("in_reply_to", Text),
+    Column("error", Text),
+    Column("sent_at", DateTime(timezone=True)),
+    created_at_column(),
+    CheckConstraint(one_of("direction", MESSAGE_DIRECTIONS), name="direction"),
+    CheckConstraint(one_of("channel", CONVERSATION_CHANNELS), name="channel"),
+    CheckConstraint(one_of("status", MESSAGE_STATUSES), name="status"),
+    Index("ix_conversation_messages_conversation_created", "conversation_id", "created_at", "id"),
+    Index(
+        "uq_conversation_messages_inbound_external_id",
+        "channel",
+        "external_message_id",
+        unique=True,
+        postgresql_where=text("direction = 'inbound' AND external_message_id IS NOT NULL"),
+    ),
+)
+
+# The consent ledger: every grant and revocation, never updated (a trigger refuses UPDATE; an erase deletes
+# the lead's rows with it). lead_consents holds the current state the gate reads.
+lead_consent_events = Table(
+    "lead_consent_events",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("channel", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("legal_basis", Text),
+    Column("source", Text, nullable=False),
+    Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    Column("note", Text),
+    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    CheckConstraint(one_of("channel", CONSENT_CHANNELS), name="channel"),
+    CheckConstraint(one_of("status", CONSENT_STATUSES), name="status"),
+    CheckConstraint(one_of("legal_basis", LEGAL_BASES), name="legal_basis"),
+    CheckConstraint("status = 'revoked' OR legal_basis IS NOT NULL", name="grant_has_basis"),
+    Index("ix_lead_consent_events_org_lead", "organization_id", "lead_id", "occurred_at"),
+)
+
+# A bulk send (spec "Bulk email is broadcast-on-send"): the audience is resolved into recipient rows when the
+# job is created; the `bulk_email` scheduled job sends the pending ones within the SES sending rate.
+bulk_email_jobs = Table(
+    "bulk_email_jobs",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("created_by_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    Column("subject", Text, nullable=False),
+    Column("body", Text, nullable=False),
+    # What was asked for (ids and filters only), kept to explain the job.
+    Column("audience", JSONB, nullable=False),
+    Column("status", Text, nullable=False, server_default="queued"),
+    Column("completed_at", DateTime(timezone=True)),
+    created_at_column(),
+    updated_at_column(),
+    CheckConstraint(one_of("status", BULK_JOB_STATUSES), name="status"),
+    Index("ix_bulk_email_jobs_org_created", "organization_id", "created_at", "id"),
+    Index("ix_bulk_email_jobs_unfinished", "created_at", postgresql_where=text("status <> 'done'")),
+)
+
+bulk_email_recipients = Table(
+    "bulk_email_recipients",
+    metadata,
+    Column("job_id", Uuid, ForeignKey("bulk_email_jobs.id", ondelete="CASCADE"), nullable=False),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    org_column(),
+    Column("status", Text, nullable=False, server_default="pending"),
+    # Why a lead was skipped: no_consent, no_email.
+    Column("skip_reason", Text),
+    # When a run claimed it (status sending): a claim older than the lease is a run that died mid-send.
+    Column("claimed_at", DateTime(timezone=True)),
+    Column("provider_message_id", Text),
+    Column("error", Text),
+    Column("sent_at", DateTime(timezone=True)),
+    CheckConstraint(one_of("status", BULK_RECIPIENT_STATUSES), name="status"),
+    PrimaryKeyConstraint("job_id", "lead_id", name="pk_bulk_email_recipients"),
+    Index("ix_bulk_email_recipients_pending", "job_id", "lead_id", postgresql_where=text("status = 'pending'")),
+)

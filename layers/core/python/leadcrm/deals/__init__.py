@@ -1,0 +1,1 @@
+"""Deals: pipelines, transitions, forecast, people, rotting and owner departure."""

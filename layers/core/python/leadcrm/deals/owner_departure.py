@@ -1,0 +1,406 @@
+"""Owner departure (spec section 8: "Deals reassigned to new owner; ownership change audited").
+
+When a membership stops being active (the platform's `membership.status_changed` event, or an owner/admin
+asking through the API), the departed member's open work goes to one active staff member in ONE
+transaction and a few set-based statements, whatever its size:
+
+- open deals (open or stalled; closed-won stays sealed, closed-lost stays as it closed),
+- open leads (an open status category) they own,
+- open tasks (pending or in progress) assigned to them.
+
+It is audited three ways: an `ownership_handovers` row (who, to whom, why, what counts), an entry per item
+(the deal's history, the lead's timeline) and one `ownership.handed_over` event (ids and counts).
+
+Recipient: the member the API names, else the organization's default assignee (the setting, when it names
+an active staff member), else its oldest active owner. Idempotent: a second handover finds nothing left to
+move (through the API its row records zeros and nothing is announced; from an event nothing is recorded at
+all when the member owns nothing open), and a redelivered event is recognised by its key (membership,
+status, changedAt) and hands nothing over twice.
+
+Locks: the rows are taken FOR NO KEY UPDATE in id order (leads, then tasks, then deals), which queues behind
+a lead or deal write under way without blocking foreign-key checks (KEY SHARE), so a deal move that writes
+on its lead's timeline never deadlocks with a handover.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from leadcrm.deals.deals import HISTORY_OWNER_HANDED_OVER, TIMELINE_TYPES
+from leadcrm.deals.rules.deals import OPEN_STATUSES
+from leadcrm.deals.tables import deal_history, deals, ownership_handovers
+from leadcrm.directory.rules import STAFF_ROLES, Actor, MembershipStatus, Role, is_staff_role
+from leadcrm.directory.staff import require_assignable_staff
+from leadcrm.directory.tables import memberships, organizations
+from leadcrm.leads.activity import record_activities
+from leadcrm.leads.tables import leads
+from leadcrm.pipelines.rules.statuses import OPEN_CATEGORIES
+from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import Conflict, NotFound
+from leadcrm.platform.events import DomainEvent
+from leadcrm.platform.ids import parse_uuid, uuid7
+from leadcrm.work.tables import tasks
+
+logger = logging.getLogger(__name__)
+
+OWNERSHIP_HANDED_OVER = "ownership.handed_over"
+MEMBERSHIP_STATUS_CHANGED = "membership.status_changed"  # platform event consumed here
+LEAD_OWNER_CHANGED = "owner_changed"  # the lead timeline's type for an owner change (leads.moves)
+VIA_API = "api"
+VIA_PLATFORM_EVENT = "platform_event"
+OPEN_TASK_STATUSES = ("pending", "in_progress")
+
+
+@dataclass(frozen=True)
+class Handover:
+    id: uuid.UUID
+    membership_id: uuid.UUID
+    from_user_id: uuid.UUID
+    to_user_id: uuid.UUID
+    via: str
+    deals: int
+    leads: int
+    tasks: int
+
+
+def _active_staff(organization_id: Any, user_id: Any) -> Any:
+    return (
+        select(memberships.c.id)
+        .where(
+            memberships.c.organization_id == organization_id,
+            memberships.c.user_id == user_id,
+            memberships.c.deleted_at.is_(None),
+            memberships.c.status == MembershipStatus.ACTIVE.value,
+            memberships.c.role.in_([r.value for r in STAFF_ROLES]),
+        )
+        .exists()
+    )
+
+
+def default_assignee(
+    conn: Connection, organization_id: uuid.UUID, *, excluding: uuid.UUID | None = None
+) -> uuid.UUID | None:
+    """The organization's default assignee when it is an active staff member, else its oldest active owner
+    (never `excluding`, the member who is leaving); None when there is nobody. One statement."""
+    setting = (
+        select(organizations.c.default_assignee_user_id)
+        .where(
+            organizations.c.id == organization_id,
+            _active_staff(organizations.c.id, organizations.c.default_assignee_user_id),
+        )
+        .scalar_subquery()
+    )
+    oldest_owner = select(memberships.c.user_id).where(
+        memberships.c.organization_id == organization_id,
+        memberships.c.role == Role.OWNER.value,
+        memberships.c.status == MembershipStatus.ACTIVE.value,
+        memberships.c.deleted_at.is_(None),
+    )
+    if excluding is not None:
+        setting = select(setting).where(setting != excluding).scalar_subquery()
+        oldest_owner = oldest_owner.where(memberships.c.user_id != excluding)
+    oldest = oldest_owner.order_by(memberships.c.created_at, memberships.c.id).limit(1).scalar_subquery()
+    return conn.execute(select(func.coalesce(setting, oldest))).scalar_one_or_none()
+
+
+def read_default_assignee_setting(conn: Connection, organization_id: uuid.UUID) -> uuid.UUID | None:
+    return conn.execute(
+        select(organizations.c.default_assignee_user_id).where(organizations.c.id == organization_id)
+    ).scalar_one_or_none()
+
+
+def set_default_assignee(uow: UnitOfWork, actor: Actor, user_id: uuid.UUID | None) -> uuid.UUID | None:
+    """Owner/admin: who takes work nobody else is named for (None: the oldest active owner)."""
+    if user_id is not None:
+        require_assignable_staff(uow.connection, actor.organization_id, user_id)
+    uow.connection.execute(
+        update(organizations)
+        .where(organizations.c.id == actor.organization_id)
+        .values(default_assignee_user_id=user_id, updated_at=func.now())
+    )
+    return user_id
+
+
+# -- the handover -----------------------------------------------------------------------------------------
+
+
+def hand_over_from_api(
+    uow: UnitOfWork, actor: Actor, membership_id: uuid.UUID, to_user_id: uuid.UUID | None
+) -> Handover:
+    """Owner/admin: hands a departed member's open work to `to_user_id` (or the default assignee).
+
+    404 MEMBERSHIP_NOT_FOUND; 409 MEMBERSHIP_STILL_ACTIVE for an active staff member (their work is theirs);
+    400 ASSIGNEE_NOT_STAFF for a recipient who is not active staff; 409 NO_ASSIGNEE when nobody is left."""
+    conn = uow.connection
+    membership = _lock_membership(conn, actor.organization_id, membership_id)
+    if membership is None:
+        raise NotFound("Membership not found.", code="MEMBERSHIP_NOT_FOUND")
+    if _still_active_staff(membership):
+        raise Conflict("The member is still active staff; their work stays theirs.", code="MEMBERSHIP_STILL_ACTIVE")
+    if to_user_id is not None:
+        require_assignable_staff(conn, actor.organization_id, to_user_id)
+    recipient = to_user_id or default_assignee(conn, actor.organization_id, excluding=membership.user_id)
+    if recipient is None:
+        raise Conflict("No active owner or default assignee can take the work; name one.", code="NO_ASSIGNEE")
+    handover = _hand_over(uow, membership, recipient, via=VIA_API, actor_user_id=actor.user_id, source_key=None)
+    assert handover is not None  # only a replayed source key returns None
+    return handover
+
+
+def handle_membership_status_changed(conn: Connection, detail: dict[str, Any]) -> bool:
+    """The `_HANDLERS` entry for the platform's `membership.status_changed`
+    (`{organizationId, membershipId, status, changedAt?, deletedAt?}`): mirrors the membership's status, and
+    when it is no longer active staff hands its open work to the default assignee. Malformed details and
+    unknown memberships are acknowledged and dropped; a redelivery (same membership, status and changedAt)
+    hands nothing over twice."""
+    organization_id = parse_uuid(str(detail.get("organizationId", "")))
+    membership_id = parse_uuid(str(detail.get("membershipId", "")))
+    status = str(detail.get("status", ""))
+    if organization_id is None or membership_id is None or status not in {s.value for s in MembershipStatus}:
+        logger.warning("membership.status_changed without valid ids or status dropped")
+        return False
+    values: dict[str, Any] = {"status": status, "updated_at": func.now()}
+    if detail.get("deletedAt"):
+        values["deleted_at"] = func.coalesce(memberships.c.deleted_at, func.now())
+    mirrored = conn.execute(
+        update(memberships)
+        .where(memberships.c.organization_id == organization_id, memberships.c.id == membership_id)
+        .values(**values)
+        .returning(memberships.c.id)
+    ).first()
+    if mirrored is None:
+        logger.warning("membership.status_changed for an unknown membership dropped", extra={"id": str(membership_id)})
+        return False
+    membership = _lock_membership(conn, organization_id, membership_id)
+    if membership is None or _still_active_staff(membership):
+        return True
+    if not _owns_open_work(conn, organization_id, membership.user_id):
+        return True  # a member (or a coach with nothing open) leaving: nothing to hand over, nothing to audit
+    recipient = default_assignee(conn, organization_id, excluding=membership.user_id)
+    if recipient is None:
+        # Nobody to take it: the work stays (visible as the departed member's) until an owner/admin hands
+        # it over through the API.
+        logger.warning("departed member's work kept: no default assignee", extra={"membershipId": str(membership_id)})
+        return True
+    # The platform's change is named by membership, status and time; without a time a redelivery is simply a
+    # second handover that finds nothing left to move.
+    changed_at = detail.get("changedAt")
+    source_key = f"{MEMBERSHIP_STATUS_CHANGED}:{membership_id}:{status}:{changed_at}" if changed_at else None
+    uow = ConsumerUnitOfWork(conn)
+    _hand_over(uow, membership, recipient, via=VIA_PLATFORM_EVENT, actor_user_id=None, source_key=source_key)
+    uow.write_events()
+    return True
+
+
+def _owns_open_work(conn: Connection, organization_id: uuid.UUID, user_id: uuid.UUID) -> bool:
+    """Whether the user owns an open deal or lead, or has an open task here (one statement of three EXISTS)."""
+    owned = (
+        select(deals.c.id).where(
+            deals.c.organization_id == organization_id,
+            deals.c.owner_user_id == user_id,
+            deals.c.status.in_([s.value for s in OPEN_STATUSES]),
+        ),
+        select(leads.c.id).where(
+            leads.c.organization_id == organization_id,
+            leads.c.assigned_to_user_id == user_id,
+            leads.c.status.in_([c.value for c in OPEN_CATEGORIES]),
+        ),
+        select(tasks.c.id).where(
+            tasks.c.organization_id == organization_id,
+            tasks.c.assignee_user_id == user_id,
+            tasks.c.status.in_(OPEN_TASK_STATUSES),
+            tasks.c.deleted_at.is_(None),
+        ),
+    )
+    return bool(conn.execute(select(or_(*(q.exists() for q in owned)))).scalar_one())
+
+
+def _lock_membership(conn: Connection, organization_id: uuid.UUID, membership_id: uuid.UUID) -> Any:
+    """FOR UPDATE: two handovers of one membership run one after the other (the second moves nothing)."""
+    return conn.execute(
+        select(
+            memberships.c.id,
+            memberships.c.organization_id,
+            memberships.c.user_id,
+            memberships.c.role,
+            memberships.c.status,
+            memberships.c.deleted_at,
+        )
+        .where(memberships.c.organization_id == organization_id, memberships.c.id == membership_id)
+        .with_for_update()
+    ).first()
+
+
+def _still_active_staff(membership: Any) -> bool:
+    return (
+        membership.deleted_at is None
+        and membership.status == MembershipStatus.ACTIVE.value
+        and is_staff_role(membership.role)
+    )
+
+
+def _hand_over(
+    uow: UnitOfWork,
+    membership: Any,
+    to_user_id: uuid.UUID,
+    *,
+    via: str,
+    actor_user_id: uuid.UUID | None,
+    source_key: str | None,
+) -> Handover | None:
+    conn = uow.connection
+    organization_id = membership.organization_id
+    from_user_id = membership.user_id
+    handover_id = uuid7()
+    claimed = conn.execute(
+        pg_insert(ownership_handovers)
+        .values(
+            id=handover_id,
+            organization_id=organization_id,
+            membership_id=membership.id,
+            from_user_id=from_user_id,
+            to_user_id=to_user_id,
+            via=via,
+            actor_user_id=actor_user_id,
+            source_event_id=source_key,
+        )
+        .on_conflict_do_nothing(
+            index_elements=["source_event_id"], index_where=ownership_handovers.c.source_event_id.is_not(None)
+        )
+        .returning(ownership_handovers.c.id)
+    ).first()
+    if claimed is None:
+        return None
+    moved_leads = _reassign(
+        conn,
+        leads,
+        leads.c.assigned_to_user_id,
+        organization_id,
+        from_user_id,
+        to_user_id,
+        leads.c.status.in_([c.value for c in OPEN_CATEGORIES]),
+    )
+    moved_tasks = _reassign(
+        conn,
+        tasks,
+        tasks.c.assignee_user_id,
+        organization_id,
+        from_user_id,
+        to_user_id,
+        tasks.c.status.in_(OPEN_TASK_STATUSES),
+        tasks.c.deleted_at.is_(None),
+    )
+    moved_deals = _reassign(
+        conn,
+        deals,
+        deals.c.owner_user_id,
+        organization_id,
+        from_user_id,
+        to_user_id,
+        deals.c.status.in_([s.value for s in OPEN_STATUSES]),
+        bump_version=True,
+    )
+    change = {"fromUserId": str(from_user_id), "toUserId": str(to_user_id), "handoverId": str(handover_id)}
+    if moved_deals:
+        conn.execute(
+            insert(deal_history).values(
+                [
+                    {
+                        "id": uuid7(),
+                        "organization_id": organization_id,
+                        "deal_id": d.id,
+                        "type": HISTORY_OWNER_HANDED_OVER,
+                        "actor_user_id": actor_user_id,
+                        "reason": "owner_departure",
+                        "payload": change,
+                    }
+                    for d in moved_deals
+                ]
+            )
+        )
+    timeline = [
+        {
+            "organization_id": organization_id,
+            "lead_id": lead.id,
+            "type": LEAD_OWNER_CHANGED,
+            "payload": {**change, "via": "handover"},
+            "actor_user_id": actor_user_id,
+        }
+        for lead in moved_leads
+    ] + [
+        {
+            "organization_id": organization_id,
+            "lead_id": d.lead_id,
+            "type": TIMELINE_TYPES[HISTORY_OWNER_HANDED_OVER],
+            "payload": {**change, "dealId": str(d.id)},
+            "actor_user_id": actor_user_id,
+        }
+        for d in moved_deals
+        if d.lead_id is not None
+    ]
+    record_activities(conn, timeline)
+    counts = {"deals": len(moved_deals), "leads": len(moved_leads), "tasks": len(moved_tasks)}
+    conn.execute(
+        update(ownership_handovers)
+        .where(ownership_handovers.c.id == handover_id)
+        .values(deals_count=counts["deals"], leads_count=counts["leads"], tasks_count=counts["tasks"])
+    )
+    handover = Handover(
+        id=handover_id, membership_id=membership.id, from_user_id=from_user_id, to_user_id=to_user_id, via=via, **counts
+    )
+    if any(counts.values()):  # a handover that moved nothing is audited (its row) but not announced
+        uow.add_event(
+            DomainEvent(
+                type=OWNERSHIP_HANDED_OVER,
+                organization_id=organization_id,
+                aggregate_id=handover_id,
+                payload={
+                    "handoverId": str(handover_id),
+                    "membershipId": str(membership.id),
+                    "via": via,
+                    "actorUserId": str(actor_user_id) if actor_user_id else None,
+                    **change,
+                    **counts,
+                },
+            )
+        )
+    return handover
+
+
+def _reassign(
+    conn: Connection,
+    table: Any,
+    owner_column: Any,
+    organization_id: uuid.UUID,
+    from_user_id: uuid.UUID,
+    to_user_id: uuid.UUID,
+    *conditions: Any,
+    bump_version: bool = False,
+) -> list[Any]:
+    """One UPDATE of every matching row (locked FOR NO KEY UPDATE in id order first); the rows it moved."""
+    locked = (
+        select(table.c.id)
+        .where(table.c.organization_id == organization_id, owner_column == from_user_id, *conditions)
+        .order_by(table.c.id)
+        .with_for_update(key_share=True)
+        .scalar_subquery()
+    )
+    values: dict[str, Any] = {owner_column.name: to_user_id, "updated_at": func.now()}
+    if bump_version:
+        values["version"] = table.c.version + 1
+    returning = [table.c.id, table.c.lead_id] if table is deals else [table.c.id]
+    return list(
+        conn.execute(
+            update(table)
+            .where(table.c.organization_id == organization_id, table.c.id.in_(locked))
+            .values(**values)
+            .returning(*returning)
+        )
+    )

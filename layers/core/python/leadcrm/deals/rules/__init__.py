@@ -1,0 +1,1 @@
+"""Pure rules of deals: no SQL, no boto3, no I/O."""

@@ -1,0 +1,1 @@
+"""Organizations, users and memberships: who the caller is and what they may do."""

@@ -1,0 +1,95 @@
+"""The directory tables (SQLAlchemy Core), on the one shared MetaData of leadcrm.platform.db.columns."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    String,
+    Table,
+    Text,
+    Uuid,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, updated_at_column
+
+ROLES = ("owner", "admin", "coach", "member")
+
+MEMBERSHIP_STATUSES = ("active", "pending_invitation", "cancelled", "suspended")
+
+USER_KINDS = ("account", "managed")
+
+organizations = Table(
+    "organizations",
+    metadata,
+    id_column(),
+    Column("name", Text, nullable=False),
+    Column("timezone", Text, nullable=False, server_default="UTC"),
+    Column("locale", Text, nullable=False, server_default="en"),
+    Column("country_code", String(2)),
+    Column("features", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("flags", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # Who takes work nobody else is named for: a departed member's open deals, leads and tasks (services.
+    # owner_departure) and unowned returning leads. NULL: the oldest active owner.
+    Column("default_assignee_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    created_at_column(),
+    updated_at_column(),
+)
+
+users = Table(
+    "users",
+    metadata,
+    id_column(),
+    Column("auth_subject", Text, unique=True),
+    Column("email", Text),
+    Column("first_name", Text),
+    Column("last_name", Text),
+    Column("phone", Text),
+    Column("kind", Text, nullable=False, server_default="account"),
+    created_at_column(),
+    updated_at_column(),
+    CheckConstraint(one_of("kind", USER_KINDS), name="kind"),
+    Index("ix_users_lower_email", func.lower(text("email"))),
+    # One account per email (any case): convert finds-or-creates the user with INSERT … ON CONFLICT on it.
+    # Managed users (children) share a parent's email, so they are outside it.
+    Index(
+        "uq_users_account_lower_email",
+        func.lower(text("email")),
+        unique=True,
+        postgresql_where=text("kind = 'account' AND email IS NOT NULL"),
+    ),
+)
+
+memberships = Table(
+    "memberships",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("user_id", Uuid, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("role", Text, nullable=False),
+    Column("status", Text, nullable=False, server_default="active"),
+    Column("source_lead_id", Uuid, ForeignKey("leads.id", ondelete="SET NULL", use_alter=True)),
+    # The member's notification preferences, e.g. {"newMessage": {"email": false}}; a missing row or key
+    # means enabled (conversations gate member email only on an explicit opt-out).
+    Column("notification_prefs", JSONB),
+    created_at_column(),
+    updated_at_column(),
+    Column("deleted_at", DateTime(timezone=True)),
+    CheckConstraint(one_of("role", ROLES), name="role"),
+    CheckConstraint(one_of("status", MEMBERSHIP_STATUSES), name="status"),
+    # One live membership per user and organization; a soft-deleted one may be followed by a new one.
+    Index(
+        "uq_memberships_org_user_live",
+        "organization_id",
+        "user_id",
+        unique=True,
+        postgresql_where=text("deleted_at IS NULL"),
+    ),
+    Index("ix_memberships_user_id", "user_id"),
+)

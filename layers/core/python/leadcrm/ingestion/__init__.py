@@ -1,0 +1,1 @@
+"""Entry points from outside: Meta and WhatsApp connections and leads, and CSV imports."""

@@ -1,0 +1,104 @@
+"""Is this person already a lead of the organization? (spec "Dedup is per-org")
+
+Same organization, same email (case-insensitive) or the same phone number however it was typed. Only
+this organization's leads are considered: the same person may be a lead of several organizations. Leads
+are the only candidates, never users, so a managed member sharing a parent's phone or email is never
+matched here ("Managed members").
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Connection, func, or_, select
+
+from leadcrm.directory.tables import organizations
+from leadcrm.leads.pseudonym_tokens import find_pseudonymized
+from leadcrm.leads.rules.identity import last_seven_digits
+from leadcrm.leads.rules.intake import dedup_lock_keys, is_closed_lead, normalized_email, phone_digits, same_phone
+from leadcrm.leads.tables import leads
+
+# Leads sharing an email or the last seven digits of a phone: a handful in practice, a bound in any case.
+CANDIDATE_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class ExistingLead:
+    id: uuid.UUID
+    name: str | None
+    status: str
+    archived_at: datetime | None
+    converted_membership_id: uuid.UUID | None = None
+    # A pseudonymized lead matched by its tokens: the person asked to be forgotten. Never reopened, and an
+    # entry point keeps nothing of the submission (qualification.pseudonymize).
+    suppressed: bool = False
+
+    @property
+    def is_closed(self) -> bool:
+        return is_closed_lead(self.status, self.archived_at is not None)
+
+
+def lock_person(conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None) -> None:
+    """Serialize creates of the same person until this transaction ends.
+
+    Taken before the duplicate check: of two identical submissions at once, the second waits here until the
+    first commits, and its check (a later statement, so a fresh READ COMMITTED snapshot) sees the new lead.
+    The keys are in a fixed order and PostgreSQL evaluates the select list left to right.
+    """
+    keys = dedup_lock_keys(organization_id, email, phone)
+    if keys:
+        conn.execute(select(*(func.pg_advisory_xact_lock(key) for key in keys)))
+
+
+def find_same_person(
+    conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None
+) -> ExistingLead | None:
+    """The organization's oldest lead with this email or this phone number, if any (else a pseudonymized lead
+    whose tokens match: dedup suppression, see qualification.pseudonymize). Call `lock_person`
+    first in the same transaction when a create depends on the answer.
+
+    One query: candidates prefiltered by index on lower(email) and on the phone's last seven digits, with
+    the organization's region beside them; the phone is then compared in E.164 here."""
+    email_key, last7 = normalized_email(email), last_seven_digits(phone)
+    if last7 is None and (digits := phone_digits(phone)) is not None:
+        last7 = digits  # a short number: matched digit for digit
+    matches = []
+    if email_key is not None:
+        # lower() on both sides, by PostgreSQL: the same case folding as the ix_leads_org_lower_email index.
+        matches.append(func.lower(leads.c.email) == func.lower(email_key))
+    if last7 is not None:
+        matches.append(func.right(leads.c.phone_digits, 7) == last7)
+    if not matches:
+        return None
+    region = select(organizations.c.country_code).where(organizations.c.id == organization_id).scalar_subquery()
+    rows = conn.execute(
+        select(
+            leads.c.id,
+            leads.c.name,
+            leads.c.email,
+            leads.c.phone,
+            leads.c.status,
+            leads.c.archived_at,
+            leads.c.converted_membership_id,
+            region.label("region"),
+        )
+        .where(leads.c.organization_id == organization_id, or_(*matches))
+        .order_by(leads.c.created_at, leads.c.id)
+        .limit(CANDIDATE_LIMIT)
+    ).all()
+    for row in rows:
+        same_email = email_key is not None and normalized_email(row.email) == email_key
+        if same_email or same_phone(phone, row.phone, row.region):
+            return ExistingLead(
+                id=row.id,
+                name=row.name,
+                status=row.status,
+                archived_at=row.archived_at,
+                converted_membership_id=row.converted_membership_id,
+            )
+    suppressed = find_pseudonymized(conn, organization_id, email, phone)
+    if suppressed is not None:
+        return ExistingLead(id=suppressed.id, name=None, status=suppressed.status, archived_at=None, suppressed=True)
+    return None

@@ -1,0 +1,366 @@
+"""Moving one lead: stage and status as one move, owner, test flag and contact edits (PATCH), and the
+pieces every lead write shares.
+
+Every write takes the lead row first (`lock_lead`, `SELECT … FOR UPDATE`; bulk operations take all their
+rows in id order, so two bulk requests over overlapping leads queue instead of deadlocking), then asks the
+pure rules in `leadcrm.leads.rules.moves`, then writes. Every primary move goes through the same pieces:
+
+- `primary_move_values`: stage_id and status change together (status = the stage's category), and
+  status_changed_at is bumped only when the category changes (updated_at always);
+- `record_primary_move`: a lead_status_events row for every stage change (same-category moves too) and
+  `lead.status_changed` (ids only) only on a category change;
+- a `stage_moved` timeline entry (`primary_changed` for set-primary), written best-effort.
+
+A move to the stage the lead is already on writes and records nothing. Secondary pipelines and set-primary
+live in `leads.placements`, the bulk stage move in `leads.bulk_moves` (the same rules, written
+set-based), archiving in `leads.archive`; all of them build on the pieces here.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Text, Uuid, bindparam, cast, func, insert, select, update
+from sqlalchemy.dialects.postgresql import ARRAY
+
+from leadcrm.directory.rules import Actor
+from leadcrm.directory.staff import require_assignable_staff
+from leadcrm.leads.activity import record_activities
+from leadcrm.leads.intake import LEAD_COLUMNS
+from leadcrm.leads.rules.moves import (
+    LeadPosition,
+    MoveRefusal,
+    MoveRefused,
+    StageMove,
+    is_converted,
+    lost_reason_correction,
+    plan_stage_move,
+    requested_status_needs_move,
+)
+from leadcrm.leads.tables import lead_status_events, leads
+from leadcrm.pipelines.rules.statuses import StageCategory
+from leadcrm.pipelines.stages import StageRow, first_active_stage, resolve_stage
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import BadRequest, NotFound
+from leadcrm.platform.events import LEAD_STATUS_CHANGED, DomainEvent
+from leadcrm.platform.ids import uuid7
+
+logger = logging.getLogger(__name__)
+
+# Timeline entry types (lead_activity_events.type) this module writes (STAGE_MOVED: every stage move).
+STAGE_MOVED = "stage_moved"
+OWNER_CHANGED = "owner_changed"
+LOST_REASON_CHANGED = "lost_reason_changed"
+DETAILS_UPDATED = "details_updated"
+TEST_FLAG_CHANGED = "test_flag_changed"
+
+# Bulk requests: the most ids one request may name (the API refuses more before anything runs).
+MAX_BULK_LEADS = 10_000
+
+# Plain lead columns a PATCH may correct, by their camelCase names on the timeline.
+EDITABLE_DETAILS: dict[str, str] = {
+    "name": "name",
+    "email": "email",
+    "phone": "phone",
+    "note": "note",
+    "locale": "locale",
+    "trial_date": "trialDate",
+}
+CONTACT_FIELDS = ("name", "email", "phone")
+
+_REFUSALS: dict[MoveRefusal, tuple[str, str]] = {
+    MoveRefusal.CONVERT_REQUIRED: (
+        "CONVERT_REQUIRED",
+        "Only converting the lead puts it into a converted stage.",
+    ),
+    MoveRefusal.NOT_IN_PIPELINE: ("STAGE_NOT_IN_PIPELINE", "The stage is not in this pipeline of the lead."),
+    MoveRefusal.STAGE_ARCHIVED: ("STAGE_ARCHIVED", "The stage is archived."),
+    MoveRefusal.LOST_REASON_REQUIRED: ("LOST_REASON_REQUIRED", "A lead marked lost needs a lost reason."),
+    MoveRefusal.LOST_REASON_NOT_LOST: ("LOST_REASON_NOT_LOST", "A lost reason is only kept for a lost lead."),
+}
+
+
+def refusal_error(refusal: MoveRefusal) -> BadRequest:
+    code, message = _REFUSALS[refusal]
+    return BadRequest(message, code=code)
+
+
+def _lead_not_found() -> NotFound:
+    return NotFound("Lead not found.", code="LEAD_NOT_FOUND")
+
+
+# -- reading and locking ---------------------------------------------------------------------------------
+
+_LOCK_COLUMNS = (*LEAD_COLUMNS, leads.c.converted_membership_id)
+
+
+def lock_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict[str, Any]:
+    """The lead row, locked until the transaction ends; another organization's lead is not found."""
+    row = (
+        conn.execute(
+            select(*_LOCK_COLUMNS)
+            .where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
+            .with_for_update()
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise _lead_not_found()
+    return dict(row)
+
+
+def lead_position(row: Mapping[str, Any]) -> LeadPosition:
+    return LeadPosition(
+        lead_id=row["id"],
+        pipeline_id=row["pipeline_id"],
+        stage_id=row["stage_id"],
+        status=StageCategory(row["status"]),
+        converted=is_converted(row["status"], row["converted_membership_id"]),
+        lost_reason=row["lost_reason"],
+    )
+
+
+def public_lead(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The lead as the API shows it (LEAD_COLUMNS)."""
+    return {c.name: row[c.name] for c in LEAD_COLUMNS}
+
+
+def update_lead_row(conn: Connection, row: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    updated = (
+        conn.execute(
+            update(leads)
+            .where(leads.c.id == row["id"], leads.c.organization_id == row["organization_id"])
+            .values(**values, updated_at=func.now())
+            .returning(*LEAD_COLUMNS)
+        )
+        .mappings()
+        .one()
+    )
+    return dict(updated)
+
+
+# -- the move machinery ----------------------------------------------------------------------------------
+
+
+def primary_move_values(move: StageMove) -> dict[str, Any]:
+    """Stage and status together; statusChangedAt only when the category changes."""
+    values: dict[str, Any] = {
+        "stage_id": move.to_stage_id,
+        "status": move.to_status.value,
+        "lost_reason": move.lost_reason,
+    }
+    if move.category_changed:
+        values["status_changed_at"] = func.now()
+    return values
+
+
+def status_event_row(actor: Actor, move: StageMove) -> dict[str, Any]:
+    return {
+        "id": uuid7(),
+        "organization_id": actor.organization_id,
+        "lead_id": move.lead_id,
+        "from_status": move.from_status.value,
+        "to_status": move.to_status.value,
+        "from_stage_id": move.from_stage_id,
+        "to_stage_id": move.to_stage_id,
+        "actor_user_id": actor.user_id,
+        "reason": move.status_reason,
+    }
+
+
+def stage_moved_payload(pipeline_id: uuid.UUID, move: StageMove) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "pipelineId": str(pipeline_id),
+        "primary": True,
+        "fromStageId": str(move.from_stage_id),
+        "toStageId": str(move.to_stage_id),
+        "fromStatus": move.from_status.value,
+        "toStatus": move.to_status.value,
+    }
+    if move.status_reason:
+        payload["lostReason"] = move.status_reason
+    return payload
+
+
+def status_changed_event(actor: Actor, move: StageMove) -> DomainEvent:
+    return DomainEvent(
+        type=LEAD_STATUS_CHANGED,
+        organization_id=actor.organization_id,
+        aggregate_id=move.lead_id,
+        payload={
+            "leadId": str(move.lead_id),
+            "fromStatus": move.from_status.value,
+            "toStatus": move.to_status.value,
+            "fromStageId": str(move.from_stage_id),
+            "toStageId": str(move.to_stage_id),
+            "actorUserId": str(actor.user_id) if actor.user_id else None,  # None: the system (system_actor)
+        },
+    )
+
+
+def activity_row(actor: Actor, lead_id: uuid.UUID, activity_type: str, payload: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "organization_id": actor.organization_id,
+        "lead_id": lead_id,
+        "type": activity_type,
+        "payload": payload,
+        "actor_user_id": actor.user_id,
+    }
+
+
+def record_primary_move(uow: UnitOfWork, actor: Actor, move: StageMove) -> None:
+    """The history of one primary stage change: the status event and, on a category change, the event."""
+    uow.connection.execute(insert(lead_status_events).values(**status_event_row(actor, move)))
+    if move.category_changed:
+        uow.add_event(status_changed_event(actor, move))
+
+
+def move_lead_to_stage(
+    uow: UnitOfWork,
+    actor: Actor,
+    lead_id: uuid.UUID,
+    stage_id: uuid.UUID,
+    *,
+    lost_reason: str | None = None,
+) -> dict[str, Any]:
+    """Moves the lead's primary placement onto `stage_id` (a stage of its primary pipeline); the lead after.
+
+    400 STAGE_NOT_IN_PIPELINE / STAGE_ARCHIVED / CONVERT_REQUIRED / LOST_REASON_REQUIRED; 404 for a lead
+    or stage that is not in the organization. Moving to the stage the lead is on changes nothing.
+    """
+    return update_lead(uow, actor, lead_id, LeadUpdate(stage_id=stage_id, lost_reason=lost_reason))
+
+
+# -- PATCH lead --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeadUpdate:
+    """What a PATCH asks for. `details` holds only the plain columns the caller sent (None clears one)."""
+
+    stage_id: uuid.UUID | None = None
+    status: StageCategory | None = None
+    lost_reason: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    is_test: bool | None = None
+    assign: bool = False  # whether assigned_to_user_id was sent at all (None then unassigns)
+    assigned_to_user_id: uuid.UUID | None = None
+
+
+def update_lead(
+    uow: UnitOfWork,
+    actor: Actor,
+    lead_id: uuid.UUID,
+    change: LeadUpdate,
+    *,
+    locked: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One PATCH: a stage/status move, owner, test flag and contact corrections, in one UPDATE.
+
+    stageId wins over status; a bare status resolves to the first active stage of that category in the
+    lead's primary pipeline (and is no move when the lead already has it). What did not change is not
+    written and not recorded.
+    """
+    conn = uow.connection
+    row = locked or lock_lead(conn, actor.organization_id, lead_id)
+    lead = lead_position(row)
+    values: dict[str, Any] = {}
+    activities: list[dict[str, Any]] = []
+
+    move = _requested_move(conn, actor, lead, change)
+    if move is not None:
+        values.update(primary_move_values(move))
+        activities.append(activity_row(actor, lead_id, STAGE_MOVED, stage_moved_payload(lead.pipeline_id, move)))
+    elif change.lost_reason is not None:
+        try:
+            corrected = lost_reason_correction(lead, change.lost_reason)
+        except MoveRefused as refused:
+            raise refusal_error(refused.refusal) from None
+        if corrected is not None:
+            values["lost_reason"] = corrected
+            activities.append(
+                activity_row(actor, lead_id, LOST_REASON_CHANGED, {"from": row["lost_reason"], "to": corrected})
+            )
+
+    if change.assign and change.assigned_to_user_id != row["assigned_to_user_id"]:
+        if change.assigned_to_user_id is not None:
+            require_assignable_staff(conn, actor.organization_id, change.assigned_to_user_id)
+        values["assigned_to_user_id"] = change.assigned_to_user_id
+        activities.append(activity_row(actor, lead_id, OWNER_CHANGED, _owner_payload(row, change.assigned_to_user_id)))
+
+    if change.is_test is not None and change.is_test != row["is_test"]:
+        values["is_test"] = change.is_test
+        activities.append(activity_row(actor, lead_id, TEST_FLAG_CHANGED, {"isTest": change.is_test}))
+
+    edited = {name: value for name, value in change.details.items() if row[name] != value}
+    if edited:
+        if not any(edited.get(name, row[name]) for name in CONTACT_FIELDS):
+            raise BadRequest("A lead needs at least a name, an email or a phone.", code="LEAD_NEEDS_CONTACT")
+        values.update(edited)
+        # Field names only: the values are corrections the lead row now holds (the original receipt is kept).
+        activities.append(
+            activity_row(actor, lead_id, DETAILS_UPDATED, {"fields": [EDITABLE_DETAILS[name] for name in edited]})
+        )
+
+    if not values:
+        return public_lead(row)
+    updated = update_lead_row(conn, row, values)
+    if edited:  # the lead's own fields are scoring inputs (qualification.scoring)
+        from leadcrm.qualification.scoring import rescore_leads  # scoring builds on this module
+
+        updated = {**updated, **rescore_leads(conn, actor.organization_id, [lead_id]).get(lead_id, {})}
+    if move is not None:
+        record_primary_move(uow, actor, move)
+    record_activities(conn, activities)
+    return updated
+
+
+def _requested_move(conn: Connection, actor: Actor, lead: LeadPosition, change: LeadUpdate) -> StageMove | None:
+    target: StageRow | None = None
+    if change.stage_id is not None:
+        target = resolve_stage(conn, actor.organization_id, change.stage_id)
+    elif change.status is not None and requested_status_needs_move(lead.status, change.status):
+        target = first_active_stage(conn, actor.organization_id, lead.pipeline_id, change.status)
+        if target is None:
+            raise BadRequest(
+                "The lead's pipeline has no active stage for this status.",
+                code="NO_STAGE_FOR_STATUS",
+                status=StageCategory(change.status).value,
+            )
+    if target is None:
+        return None
+    try:
+        return plan_stage_move(lead, target, lost_reason=change.lost_reason)
+    except MoveRefused as refused:
+        raise refusal_error(refused.refusal) from None
+
+
+def _owner_payload(row: Mapping[str, Any], to_user_id: uuid.UUID | None) -> dict[str, Any]:
+    previous = row["assigned_to_user_id"]
+    return {
+        "fromUserId": str(previous) if previous else None,
+        "toUserId": str(to_user_id) if to_user_id else None,
+    }
+
+
+# -- shared by the bulk operations (leads.bulk_moves, leads.archive) ------------------------
+
+# Many values travel as ONE parameter that PostgreSQL unpacks: pg8000 converts a list parameter element by
+# element in Python (about 0.1 ms per element), while a string is sent as it is.
+
+
+def id_list(name: str, ids: Sequence[uuid.UUID]) -> Any:
+    """The ids as a uuid[] for `= ANY(…)`: an array literal cast in SQL.
+
+    The cast sits in a scalar subquery, so PostgreSQL runs it once (an InitPlan) instead of for every row it
+    filters (a text-to-array cast is not constant-folded: with 10k ids that is 10k parses of 10k ids). The
+    outer cast keeps `= ANY(array)` from being read as `= ANY(subquery)`.
+    """
+    literal_array = "{" + ",".join(str(i) for i in ids) + "}"
+    once = select(cast(bindparam(name, literal_array, type_=Text), ARRAY(Uuid))).scalar_subquery()
+    return cast(once, ARRAY(Uuid))

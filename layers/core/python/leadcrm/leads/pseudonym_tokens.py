@@ -1,0 +1,102 @@
+"""The pseudonym master key and the dedup lookup by token (leads.rules.pseudonyms makes the tokens).
+
+The key is read from Secrets Manager (PSEUDONYM_SECRET_ARN, a secret whose string is the key, or JSON
+{"key": …}) or, locally and in tests, from PSEUDONYM_KEY; it is cached for five minutes. Without either,
+pseudonymization is refused (503) and dedup simply has no tokens to compare: a missing key never falls
+back to a known one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, or_, select
+
+from leadcrm.directory.tables import organizations
+from leadcrm.leads.rules.pseudonyms import Tokens, tokens_for
+from leadcrm.leads.tables import lead_pseudonyms, leads
+
+CACHE_SECONDS = 300
+
+_cached: tuple[float, bytes | None] | None = None
+
+
+def master_key() -> bytes | None:
+    global _cached
+    now = time.monotonic()
+    if _cached is not None and now - _cached[0] < CACHE_SECONDS:
+        return _cached[1]
+    arn = os.environ.get("PSEUDONYM_SECRET_ARN")
+    key: bytes | None = None
+    if arn:
+        from leadcrm.platform.adapters.aws import client
+
+        secret = client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
+        try:
+            parsed = json.loads(secret)
+        except ValueError:
+            parsed = secret
+        value = parsed.get("key") if isinstance(parsed, dict) else parsed
+        key = str(value).encode() if value else None
+    elif os.environ.get("PSEUDONYM_KEY"):
+        key = os.environ["PSEUDONYM_KEY"].encode()
+    _cached = (now, key)
+    return key
+
+
+def forget() -> None:
+    global _cached
+    _cached = None
+
+
+def person_tokens(
+    organization_id: uuid.UUID, email: str | None, phone: str | None, region: str | None
+) -> Tokens | None:
+    key = master_key()
+    if key is None:
+        return None
+    return tokens_for(key, organization_id, email, phone, region=region)
+
+
+@dataclass(frozen=True)
+class PseudonymizedLead:
+    id: uuid.UUID
+    status: str
+
+
+def find_pseudonymized(
+    conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None
+) -> PseudonymizedLead | None:
+    """The organization's pseudonymized lead whose email or phone token matches, if any (dedup suppression).
+
+    One statement when the organization has no pseudonymized lead (the usual case), two when it has."""
+    if not (email or phone):
+        return None
+    has_pseudonyms = select(lead_pseudonyms.c.lead_id).where(lead_pseudonyms.c.organization_id == organization_id)
+    org = conn.execute(
+        select(organizations.c.country_code, has_pseudonyms.exists().label("any")).where(
+            organizations.c.id == organization_id
+        )
+    ).first()
+    if org is None or not org.any:
+        return None
+    tokens = person_tokens(organization_id, email, phone, org.country_code.upper() if org.country_code else None)
+    if tokens is None or not tokens.any:
+        return None
+    matches = []
+    if tokens.email is not None:
+        matches.append(lead_pseudonyms.c.email_token == tokens.email)
+    if tokens.phone is not None:
+        matches.append(lead_pseudonyms.c.phone_token == tokens.phone)
+    row = conn.execute(
+        select(leads.c.id, leads.c.status)
+        .select_from(lead_pseudonyms.join(leads, leads.c.id == lead_pseudonyms.c.lead_id))
+        .where(lead_pseudonyms.c.organization_id == organization_id, or_(*matches))
+        .order_by(leads.c.created_at, leads.c.id)
+        .limit(1)
+    ).first()
+    return PseudonymizedLead(row.id, row.status) if row else None

@@ -1,0 +1,529 @@
+"""Returning leads: a closed lead that comes back is reopened, not duplicated (spec "Returning leads").
+
+`return_lead` is the one writer every entry point shares: public capture and staff create (through the dedup
+seam in `leads.intake.intake_lead`), Meta and WhatsApp ingestion when they exist (the same seam, with
+`via=ReturnVia.META` / `WHATSAPP`), the platform's released joins (`release_join`) and the staff Reopen
+action. It runs in the caller's unit of work, i.e. in one transaction:
+
+1. The lead row is locked first (`lead_moves.lock_lead`, the lock every lead write takes; the entry points
+   hold only their per-person advisory locks before it) and the lead is classified again under the lock.
+   Of two touches at once the second waits, then reads the committed row, finds it open and writes nothing:
+   a lead is reopened once. Won leads are never reopened.
+2. A lost or frozen lead moves to the first active `new` stage of its own pipeline, or of the default
+   pipeline when its own is archived, with the machinery of every primary move (`leads.moves`): a
+   status event with the actor, a `stage_moved` entry, `lead.status_changed`. An archived lead that was
+   still open keeps its stage and status.
+3. One UPDATE writes the move and the rest: unarchived, unpaused, no unanswered calls in a row, a call due now
+   (next_action_at = returned_at; the previous life's follow-up is dropped), returned_at / _from_status /
+   _via, return_count + 1, the owner of an unowned lead, empty contact fields and a missing campaign filled
+   from the touch, and the entry point's note appended in SQL (`note = CASE … END`, so simultaneous returns
+   cannot overwrite each other), skipping a repeat of the sentence it already ends with.
+4. A `lead_returned` timeline entry (fromStatus, via, and the person's words in `note`), and after commit
+   `lead.status_changed` (closed status -> new, marked `returned`, `via` and, for a released join,
+   `recoveredSignup: true`) plus `lead.returned`, the seam the follow-up task sync (the tasks issue)
+   subscribes to: the task side is not touched here.
+
+A lead that is open (or won) is not touched at all: no owner lookup, no write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, and_, case, delete, func, insert, literal, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from leadcrm.deals.owner_departure import default_assignee as organization_default_assignee
+from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, enabled_features, system_actor
+from leadcrm.directory.tables import organizations
+from leadcrm.leads.activity import record_activities
+from leadcrm.leads.dedup import lock_person
+from leadcrm.leads.identity import find_lead_for_person, organization_region, person_for_user
+from leadcrm.leads.intake import LEAD_COLUMNS, NewLead, intake_lead
+
+# The move machinery every primary move shares (PATCH, set-primary, bulk moves): the same row values,
+# status event, stage_moved payload and lead.status_changed, so a reopen's history reads like any move.
+from leadcrm.leads.moves import (
+    OWNER_CHANGED,
+    STAGE_MOVED,
+    activity_row,
+    lock_lead,
+    primary_move_values,
+    stage_moved_payload,
+    status_changed_event,
+    status_event_row,
+)
+from leadcrm.leads.rules.moves import LeadPosition, StageMove, plan_primary_swap, plan_stage_move
+from leadcrm.leads.rules.returning import (
+    JOIN_RELEASED_NOTE,
+    JOIN_RELEASED_SOURCE,
+    LEAD_RETURNED_ACTIVITY,
+    LEAD_RETURNED_EVENT,
+    NOTE_SEPARATOR,
+    RETURN_CALL,
+    SENTENCE_START_BEFORE,
+    SENTENCE_TRAILER,
+    SIGNUP_RELEASED_ACTIVITY,
+    JoinRelease,
+    LeadFacts,
+    ReturnKind,
+    ReturnTouch,
+    ReturnVia,
+    classify_return,
+    filled_fields,
+    owner_after_return,
+    parse_join_release,
+    sentence_core,
+)
+from leadcrm.leads.tables import lead_activity_events, lead_pipeline_placements, lead_status_events, leads
+from leadcrm.pipelines.rules.statuses import StageCategory
+from leadcrm.pipelines.stages import StageRow, default_new_stage, first_active_stage, resolve_stage
+from leadcrm.pipelines.tables import pipelines
+from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import BadRequest
+from leadcrm.platform.events import DomainEvent
+from leadcrm.platform.ids import uuid7
+
+logger = logging.getLogger(__name__)
+
+# What the returning-leads surfaces show besides the lead's usual columns.
+# Beyond what every lead answer carries (LEAD_COLUMNS has returned_at, returned_via, return_count, …).
+RETURN_COLUMNS = (
+    leads.c.paused_at,
+    leads.c.consecutive_no_answer_count,
+)
+RETURNED_LEAD_COLUMNS = (*LEAD_COLUMNS, *RETURN_COLUMNS)
+
+
+@dataclass(frozen=True)
+class ReturnOutcome:
+    """What a return did. `lead` is the lead after it (RETURNED_LEAD_COLUMNS), unchanged unless reopened."""
+
+    kind: ReturnKind
+    lead: dict[str, Any]
+
+    @property
+    def reopened(self) -> bool:
+        return self.kind.reopens
+
+
+def return_lead(
+    uow: UnitOfWork,
+    organization_id: uuid.UUID,
+    lead_id: uuid.UUID,
+    *,
+    via: ReturnVia,
+    actor_user_id: uuid.UUID | None,
+    touch: ReturnTouch | None = None,
+    owner_user_id: uuid.UUID | None = None,
+    recovered_signup: bool = False,
+) -> ReturnOutcome:
+    """Reopens a closed lead of the organization that came back through `via`; see the module docstring.
+
+    `actor_user_id` is the staff member acting (None for the public and platform paths): the status event
+    and timeline entries record them. `owner_user_id` is who an unowned lead goes to on a staff path (the
+    assignee the staff member chose; default: the actor); without either, the organization's default
+    assignee. Gates (staff, assignable owner, campaign of the organization) are the caller's. 404
+    LEAD_NOT_FOUND for a lead that is not the organization's.
+    """
+    conn = uow.connection
+    touch = touch or ReturnTouch()
+    row = lock_lead(conn, organization_id, lead_id)
+    kind = classify_return(
+        row["status"], archived=row["archived_at"] is not None, converted_membership_id=row["converted_membership_id"]
+    )
+    if not kind.reopens:
+        return ReturnOutcome(kind, _read_returned_lead(conn, organization_id, lead_id))
+
+    actor = _history_actor(organization_id, actor_user_id)
+    move = _planned_move(conn, organization_id, row) if kind is ReturnKind.TO_NEW_STAGE else None
+    owner = _owner(conn, organization_id, row, owner_user_id or actor_user_id)
+    values = _reopen_values(row, via, touch, owner, move)
+    if move is not None and move.changes_pipeline:
+        _merge_placement(conn, organization_id, lead_id, move.pipeline_id)
+    reopened = dict(
+        conn.execute(
+            update(leads)
+            .where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
+            .values(**values)
+            .returning(*RETURNED_LEAD_COLUMNS)
+        )
+        .mappings()
+        .one()
+    )
+    _record_reopen(uow, actor, row, reopened, via, touch, move, recovered_signup)
+    return ReturnOutcome(kind, reopened)
+
+
+def reopen_lead(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, *, note: str | None = None) -> ReturnOutcome:
+    """The staff Reopen action: a closed lead is reopened with the caller as the Sales actor (they take it
+    when it has no owner). An open lead is left as it is (ALREADY_OPEN: a second click, or a colleague who
+    was quicker, is not an error). 400 LEAD_WON_NOT_REOPENABLE for a won lead; 404 LEAD_NOT_FOUND."""
+    outcome = return_lead(
+        uow,
+        actor.organization_id,
+        lead_id,
+        via=ReturnVia.STAFF_REOPEN,
+        actor_user_id=actor.user_id,
+        touch=ReturnTouch(note=note),
+    )
+    if outcome.kind is ReturnKind.WON:
+        raise BadRequest(
+            "A converted lead or a customer is a member or a buyer and is never reopened.",
+            code="LEAD_WON_NOT_REOPENABLE",
+        )
+    return outcome
+
+
+# -- pieces ------------------------------------------------------------------------------------------------
+
+
+def _history_actor(organization_id: uuid.UUID, actor_user_id: uuid.UUID | None) -> Actor:
+    """Who the history records: the acting staff member, or nobody (the system) on public/platform paths.
+    Only recorded, never checked: the caller applied the gates."""
+    actor = system_actor(organization_id)
+    return actor if actor_user_id is None else dataclasses.replace(actor, user_id=actor_user_id)
+
+
+def _facts(row: Mapping[str, Any]) -> LeadFacts:
+    return LeadFacts(
+        name=row["name"],
+        email=row["email"],
+        phone=row["phone"],
+        campaign_id=row["campaign_id"],
+        assigned_to_user_id=row["assigned_to_user_id"],
+    )
+
+
+@dataclass(frozen=True)
+class _ReturnMove:
+    """A lost or frozen lead's move onto the `new` stage it returns to (in its own or the default pipeline)."""
+
+    stage_move: StageMove
+    from_pipeline_id: uuid.UUID
+    pipeline_id: uuid.UUID
+
+    @property
+    def changes_pipeline(self) -> bool:
+        return self.pipeline_id != self.from_pipeline_id
+
+
+def _planned_move(conn: Connection, organization_id: uuid.UUID, row: Mapping[str, Any]) -> _ReturnMove | None:
+    target = reopen_stage(conn, organization_id, row["pipeline_id"])
+    position = LeadPosition(
+        lead_id=row["id"],
+        pipeline_id=row["pipeline_id"],
+        stage_id=row["stage_id"],
+        status=StageCategory(row["status"]),
+        converted=False,  # classify_return lets no converted lead through
+        lost_reason=row["lost_reason"],
+    )
+    if target.pipeline_id == row["pipeline_id"]:
+        stage_move = plan_stage_move(position, target)  # None only if it already sat there: nothing to move
+    else:
+        # Into the default pipeline: the primary placement changes pipeline, as a primary swap does.
+        stage_move = plan_primary_swap(position, target)
+    if stage_move is None:
+        return None
+    return _ReturnMove(stage_move, from_pipeline_id=row["pipeline_id"], pipeline_id=target.pipeline_id)
+
+
+def _owner(
+    conn: Connection, organization_id: uuid.UUID, row: Mapping[str, Any], sales_owner: uuid.UUID | None
+) -> uuid.UUID | None:
+    current = row["assigned_to_user_id"]
+    # The default assignee is looked up only for an unowned lead on a path with no Sales actor.
+    needs_default = current is None and sales_owner is None
+    return owner_after_return(current, sales_owner, default_assignee(conn, organization_id) if needs_default else None)
+
+
+def _reopen_values(
+    row: Mapping[str, Any], via: ReturnVia, touch: ReturnTouch, owner: uuid.UUID | None, move: _ReturnMove | None
+) -> dict[str, Any]:
+    """Everything a reopen writes on the lead row, for ONE UPDATE."""
+    values: dict[str, Any] = {
+        "archived_at": None,
+        "paused_at": None,
+        "consecutive_no_answer_count": 0,
+        # A call due now (now() is the transaction's time: next_action_at = returned_at). The previous
+        # life's follow-up is not a promise any more.
+        "next_action_at": func.now(),
+        "next_action_type": RETURN_CALL,
+        "next_action_note": None,
+        "returned_at": func.now(),
+        "returned_from_status": row["status"],
+        "returned_via": via.value,
+        "return_count": leads.c.return_count + 1,
+        "updated_at": func.now(),
+        **filled_fields(_facts(row), touch),
+    }
+    if sentence_core(touch.note):
+        values["note"] = note_sql(touch.note or "")
+    if owner != row["assigned_to_user_id"]:
+        values["assigned_to_user_id"] = owner
+    if move is not None:
+        values.update(primary_move_values(move.stage_move))
+        if move.changes_pipeline:
+            values["pipeline_id"] = move.pipeline_id
+    return values
+
+
+def _record_reopen(
+    uow: UnitOfWork,
+    actor: Actor,
+    before: Mapping[str, Any],
+    after: Mapping[str, Any],
+    via: ReturnVia,
+    touch: ReturnTouch,
+    move: _ReturnMove | None,
+    recovered_signup: bool,
+) -> None:
+    """The history of a reopen: the move's status event and events, the timeline entries, lead.returned."""
+    conn = uow.connection
+    lead_id = after["id"]
+    marker: dict[str, Any] = {"returned": True, "via": via.value}
+    if recovered_signup:
+        marker["recoveredSignup"] = True
+    activities: list[dict[str, Any]] = []
+    if move is not None:
+        conn.execute(insert(lead_status_events).values(**status_event_row(actor, move.stage_move)))
+        if move.stage_move.category_changed:
+            status_changed = status_changed_event(actor, move.stage_move)
+            uow.add_event(dataclasses.replace(status_changed, payload={**status_changed.payload, **marker}))
+        moved = {**stage_moved_payload(move.pipeline_id, move.stage_move), **marker}
+        if move.changes_pipeline:
+            moved["fromPipelineId"] = str(move.from_pipeline_id)
+        activities.append(activity_row(actor, lead_id, STAGE_MOVED, moved))
+    if after["assigned_to_user_id"] != before["assigned_to_user_id"]:
+        owner_change = {"fromUserId": None, "toUserId": str(after["assigned_to_user_id"])}
+        activities.append(activity_row(actor, lead_id, OWNER_CHANGED, owner_change))
+    returned = {
+        "fromStatus": before["status"],
+        "via": via.value,
+        "note": touch.note,  # what the person said (form message, ad answers, WhatsApp text)
+        "wasArchived": before["archived_at"] is not None,
+        "returnCount": after["return_count"],
+    }
+    if recovered_signup:
+        returned["recoveredSignup"] = True
+    activities.append(activity_row(actor, lead_id, LEAD_RETURNED_ACTIVITY, returned))
+    record_activities(conn, activities)
+    uow.add_event(_returned_event(actor, before, after, via, recovered_signup))
+
+
+def reopen_stage(conn: Connection, organization_id: uuid.UUID, pipeline_id: uuid.UUID) -> StageRow:
+    """The first active `new` stage of the lead's pipeline; of the default pipeline when the lead's pipeline
+    is archived (or, against the pipeline rules, has no active new stage left)."""
+    archived_at = conn.execute(
+        select(pipelines.c.archived_at)
+        .where(pipelines.c.organization_id == organization_id, pipelines.c.id == pipeline_id)
+        .with_for_update(read=True, key_share=True)
+    ).scalar_one()
+    if archived_at is None:
+        own = first_active_stage(conn, organization_id, pipeline_id, StageCategory.NEW)
+        if own is not None:
+            return own
+    return resolve_stage(conn, organization_id, default_new_stage(conn, organization_id).stage_id)
+
+
+def _merge_placement(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID, pipeline_id: uuid.UUID) -> None:
+    """A lead moving its primary placement into a pipeline it was a secondary member of is in it once."""
+    conn.execute(
+        delete(lead_pipeline_placements).where(
+            lead_pipeline_placements.c.organization_id == organization_id,
+            lead_pipeline_placements.c.lead_id == lead_id,
+            lead_pipeline_placements.c.pipeline_id == pipeline_id,
+        )
+    )
+
+
+def default_assignee(conn: Connection, organization_id: uuid.UUID) -> uuid.UUID | None:
+    """Who takes an unowned lead that came back on a public or platform path: the organization's default
+    assignee setting when it names an active staff member, else its oldest active owner (the same person the
+    new-lead auto-task goes to); see `deals.owner_departure.default_assignee`."""
+    return organization_default_assignee(conn, organization_id)
+
+
+def note_sql(addition: str) -> ColumnElement[Any]:
+    """`leads.note` with `addition` appended, computed by PostgreSQL from the row's current note (the same
+    rule as `leads.rules.returning.append_note`): unchanged when the note already ends with that sentence, the
+    addition alone when the note is blank, else note + separator + addition."""
+    wanted = sentence_core(addition)
+    added = addition.strip()
+    note = func.coalesce(leads.c.note, "")
+    core = func.rtrim(note, literal(SENTENCE_TRAILER))
+    before = func.left(core, func.length(core) - len(wanted))
+    already_there = and_(func.right(core, len(wanted)) == wanted, before.op("~")(literal(SENTENCE_START_BEFORE)))
+    return case(
+        (already_there, leads.c.note),
+        (note.op("~")(literal(r"^\s*$")), literal(added)),
+        else_=leads.c.note + literal(NOTE_SEPARATOR) + literal(added),
+    )
+
+
+def _returned_event(
+    actor: Actor, before: Mapping[str, Any], after: Mapping[str, Any], via: ReturnVia, recovered_signup: bool
+) -> DomainEvent:
+    """`lead.returned`: ids and facts only (no PII), for the follow-up task sync and the Sales queue."""
+    payload: dict[str, Any] = {
+        "leadId": str(after["id"]),
+        "via": via.value,
+        "fromStatus": before["status"],
+        "toStatus": after["status"],
+        "wasArchived": before["archived_at"] is not None,
+        "returnCount": after["return_count"],
+        "returnedAt": after["returned_at"].isoformat(),
+        "nextActionType": after["next_action_type"],
+        "ownerUserId": str(after["assigned_to_user_id"]) if after["assigned_to_user_id"] else None,
+        "actorUserId": str(actor.user_id) if actor.user_id else None,
+    }
+    if recovered_signup:
+        payload["recoveredSignup"] = True
+    return DomainEvent(
+        type=LEAD_RETURNED_EVENT, organization_id=actor.organization_id, aggregate_id=after["id"], payload=payload
+    )
+
+
+def _read_returned_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict[str, Any]:
+    return dict(
+        conn.execute(
+            select(*RETURNED_LEAD_COLUMNS).where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
+        )
+        .mappings()
+        .one()
+    )
+
+
+# -- the platform's released joins ---------------------------------------------------------------------------
+
+
+def handle_join_released(conn: Connection, detail: dict[str, Any]) -> bool:
+    """task_lifecycle handler for `membership.join_released` (platform detail {organizationId, userId,
+    membershipId?, releasedAt?}); True when it changed something. Malformed details are acknowledged and
+    dropped: a retry could never make them valid."""
+    release = parse_join_release(detail)
+    if release is None:
+        logger.warning("membership.join_released without valid ids dropped")
+        return False
+    uow = ConsumerUnitOfWork(conn)
+    lead_id = release_join(uow, release)
+    uow.write_events()
+    return lead_id is not None
+
+
+def release_join(uow: UnitOfWork, release: JoinRelease) -> uuid.UUID | None:
+    """A released join is a recovered signup, not a cold lead (spec): the person's lead is reopened, or a
+    lead is created for them, either marked `recoveredSignup: true` on its lead.status_changed /
+    lead.created. Returns the lead the release was recorded on, or None when nothing was written.
+
+    - The lead is found by person (`leads.identity.find_lead_for_person`: equal email, or equal phone
+      with agreeing names), never by a bare field; unknown and managed users are nobody's lead.
+    - A closed lead is reopened through `return_lead` (via join_released; the note gets the release
+      sentence unless it already ends with it). An open lead is left as it is, a won lead too.
+    - No lead: one is created through the shared create path (source self_signup), without the field dedup
+      (a shared family phone is not the same person).
+    - Each release is recorded once on the lead's timeline (`signup_released`, keyed by the release), and a
+      release already recorded changes nothing: replays are no-ops even for a lead the person match cannot
+      find again. Concurrent deliveries queue on the person's advisory locks.
+    """
+    conn = uow.connection
+    organization_id = release.organization_id
+    if not _takes_leads(conn, organization_id):
+        return None
+    region = organization_region(conn, organization_id)
+    person = person_for_user(conn, release.user_id, default_region=region)
+    if person is None or (person.key.email is None and person.key.phone_e164 is None):
+        return None  # unknown or managed user, or nobody we could find or call again
+    key = person.key
+    lock_person(conn, organization_id, key.email, key.phone_e164)
+    if _release_recorded(conn, release):
+        return None
+    lead_id = find_lead_for_person(conn, organization_id, key, default_region=region, user_id=release.user_id)
+    touch = ReturnTouch(note=JOIN_RELEASED_NOTE, name=key.name, email=key.email, phone=key.phone_e164)
+    outcome: str
+    if lead_id is not None:
+        returned = return_lead(
+            uow,
+            organization_id,
+            lead_id,
+            via=ReturnVia.JOIN_RELEASED,
+            actor_user_id=None,
+            touch=touch,
+            recovered_signup=True,
+        )
+        outcome = returned.kind.value
+    else:
+        intake = intake_lead(
+            uow,
+            organization_id,
+            NewLead(
+                name=key.name,
+                email=key.email,
+                phone=key.phone_e164,
+                note=JOIN_RELEASED_NOTE,
+                source=JOIN_RELEASED_SOURCE,
+            ),
+            actor_user_id=None,
+            channel=ReturnVia.JOIN_RELEASED.value,
+            received=_release_receipt(release),
+            dedup=False,
+            recovered_signup=True,
+        )
+        lead_id, outcome = intake.lead["id"], "created"
+    _record_release(conn, release, lead_id, outcome)
+    logger.info("join release recorded", extra={"leadId": str(lead_id), "outcome": outcome})
+    return lead_id
+
+
+def _takes_leads(conn: Connection, organization_id: uuid.UUID) -> bool:
+    """The organization exists and has lead management (like the public capture: otherwise no lead in)."""
+    features = conn.execute(
+        select(organizations.c.features).where(organizations.c.id == organization_id)
+    ).scalar_one_or_none()
+    return LEAD_MANAGEMENT in enabled_features(features)
+
+
+def _release_receipt(release: JoinRelease) -> dict[str, Any]:
+    """What the platform sent, ids only."""
+    return {
+        "userId": str(release.user_id),
+        "membershipId": str(release.membership_id) if release.membership_id else None,
+        "releasedAt": release.released_at.isoformat() if release.released_at else None,
+    }
+
+
+def _release_recorded(conn: Connection, release: JoinRelease) -> bool:
+    return (
+        conn.execute(
+            select(lead_activity_events.c.id).where(
+                lead_activity_events.c.source_event_id == release.key,
+                lead_activity_events.c.type == SIGNUP_RELEASED_ACTIVITY,
+            )
+        ).first()
+        is not None
+    )
+
+
+def _record_release(conn: Connection, release: JoinRelease, lead_id: uuid.UUID, outcome: str) -> None:
+    """The release on the lead's timeline, once per release key. Not best-effort: it is what makes a replay
+    a no-op, so it commits with the rest or not at all."""
+    conn.execute(
+        pg_insert(lead_activity_events)
+        .values(
+            id=uuid7(),
+            organization_id=release.organization_id,
+            lead_id=lead_id,
+            type=SIGNUP_RELEASED_ACTIVITY,
+            payload={**_release_receipt(release), "outcome": outcome},
+            source_event_id=release.key,
+        )
+        .on_conflict_do_nothing(
+            index_elements=["source_event_id", "type"], index_where=lead_activity_events.c.source_event_id.isnot(None)
+        )
+    )

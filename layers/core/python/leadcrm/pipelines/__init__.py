@@ -1,0 +1,1 @@
+"""Pipelines and their stages: the default pipeline, stage lookups and editing."""

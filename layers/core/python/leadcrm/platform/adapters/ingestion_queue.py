@@ -1,0 +1,36 @@
+"""Messages to the ingestion queue (CSV import jobs to run or continue) and to the graph-fetch queue."""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from leadcrm.platform.adapters.aws import client
+from leadcrm.platform.config import get_settings
+
+
+def enqueue(kind: str, payload: dict[str, Any]) -> str:
+    url = get_settings().ingestion_queue_url
+    if not url:
+        raise RuntimeError("INGESTION_QUEUE_URL is not set")
+    response = client("sqs").send_message(
+        QueueUrl=url,
+        MessageBody=json.dumps({"kind": kind, **payload}),
+        MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
+    )
+    return str(response["MessageId"])
+
+
+def forward_to_graph_fetch(body: dict[str, Any]) -> str:
+    """A raw leadgen webhook message, as the receiver enqueues it, onto the graph-fetch queue."""
+    url = os.environ.get("GRAPH_FETCH_QUEUE_URL")
+    if not url:
+        raise RuntimeError("GRAPH_FETCH_QUEUE_URL is not set")
+    kind = str(body.get("kind") or "meta.leadgen")
+    response = client("sqs").send_message(
+        QueueUrl=url,
+        MessageBody=json.dumps(body),
+        MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
+    )
+    return str(response["MessageId"])

@@ -1,0 +1,1 @@
+"""Database access: the engine for Aurora, the unit of work, the shared MetaData and the Alembic migrations."""

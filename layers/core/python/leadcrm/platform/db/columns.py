@@ -1,0 +1,38 @@
+"""What every table is built from: the shared MetaData (its naming convention) and the standard columns.
+
+Tables are split by area (leadcrm.platform.db.tables and the tables_<area> modules it imports); each builds on these.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, DateTime, ForeignKey, MetaData, Uuid, func
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def id_column() -> Column:
+    return Column("id", Uuid, primary_key=True)
+
+
+def org_column() -> Column:
+    return Column("organization_id", Uuid, ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False)
+
+
+def created_at_column() -> Column:
+    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def updated_at_column() -> Column:
+    return Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+
+
+def one_of(column: str, values: tuple[str, ...]) -> str:
+    return f"{column} IN ({', '.join(repr(v) for v in values)})"

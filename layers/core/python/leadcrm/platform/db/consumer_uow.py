@@ -1,0 +1,35 @@
+"""A unit of work inside the transaction of an event consumer (task_lifecycle runs one per SQS record).
+
+Lifecycle handlers get the consumer's connection, not a UnitOfWork, yet the services they call (lead moves,
+conversion) append domain events with `uow.add_event`. `ConsumerUnitOfWork` gives those services what they
+expect on that connection: `write_events()` puts the collected events in the outbox in the consumer's own
+transaction, so they commit (or roll back) with its writes. It never commits: the consumer does, and the
+outbox relay publishes the events afterwards.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection
+
+from leadcrm.platform.db.uow import UnitOfWork, _outbox_insert
+
+
+class ConsumerUnitOfWork(UnitOfWork):
+    def __init__(self, connection: Connection) -> None:
+        super().__init__()
+        self.connection = connection
+
+    def __enter__(self) -> ConsumerUnitOfWork:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """The consumer owns the transaction: nothing to roll back or close here."""
+
+    def commit(self) -> None:
+        raise RuntimeError("the event consumer commits its own transaction; call write_events()")
+
+    def write_events(self) -> None:
+        """The collected events into the outbox, in the consumer's transaction (once)."""
+        if self._events:
+            self.connection.execute(_outbox_insert(self._events))
+            self._events.clear()

@@ -1,0 +1,104 @@
+"""The module-level engine: one pooled connection per Lambda container, reused across invocations.
+
+Credentials come from configuration: a DATABASE_URL (local stack, tests), a Secrets Manager secret, or an
+RDS IAM auth token minted for each new connection (through RDS Proxy in AWS).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import threading
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import URL, make_url
+
+from leadcrm.platform.config import DatabaseSettings, get_settings
+
+_engine: Engine | None = None
+_lock = threading.Lock()
+
+
+def get_engine() -> Engine:
+    global _engine
+    if _engine is None:
+        with _lock:
+            if _engine is None:
+                _engine = build_engine(get_settings().database)
+    return _engine
+
+
+def dispose_engine() -> None:
+    """Forget the engine (tests and the local stack switch databases); the next use builds a new one."""
+    global _engine
+    with _lock:
+        if _engine is not None:
+            _engine.dispose()
+        _engine = None
+
+
+def pg8000_url(url: str) -> URL:
+    parsed = make_url(url)
+    return parsed.set(drivername="postgresql+pg8000")
+
+
+def build_engine(settings: DatabaseSettings) -> Engine:
+    connect_args: dict[str, Any] = {}
+    if settings.ssl:
+        connect_args["ssl_context"] = ssl.create_default_context()
+    if settings.auth_mode == "url":
+        url = pg8000_url(settings.url or "")
+    elif settings.auth_mode == "secret":
+        url = _url_from_secret(settings)
+    elif settings.auth_mode == "iam":
+        url = URL.create(
+            "postgresql+pg8000", username=settings.user, host=settings.host, port=settings.port, database=settings.name
+        )
+    else:
+        raise ValueError(f"DB_AUTH_MODE must be url, secret or iam, not {settings.auth_mode!r}")
+    engine = create_engine(
+        url,
+        pool_size=settings.pool_size,
+        max_overflow=0,
+        pool_pre_ping=True,
+        pool_recycle=900,
+        connect_args=connect_args,
+    )
+    if settings.auth_mode == "iam":
+        _mint_iam_token_per_connection(engine, settings)
+    event.listen(engine, "connect", _disable_nagle)
+    return engine
+
+
+def _disable_nagle(dbapi_connection: Any, connection_record: Any) -> None:
+    """pg8000 leaves Nagle's algorithm on: a statement larger than one TCP segment then waits ~40 ms for a
+    delayed acknowledgement before its tail is sent. Queries go out whole and at once instead."""
+    sock = getattr(dbapi_connection, "_usock", None)
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+def _url_from_secret(settings: DatabaseSettings) -> URL:
+    from leadcrm.platform.adapters.aws import client
+
+    secret = json.loads(client("secretsmanager").get_secret_value(SecretId=settings.secret_arn)["SecretString"])
+    return URL.create(
+        "postgresql+pg8000",
+        username=secret["username"],
+        password=secret["password"],
+        host=settings.host or secret["host"],
+        port=int(secret.get("port", settings.port)),
+        database=secret.get("dbname", settings.name),
+    )
+
+
+def _mint_iam_token_per_connection(engine: Engine, settings: DatabaseSettings) -> None:
+    from leadcrm.platform.adapters.aws import client
+
+    @event.listens_for(engine, "do_connect")
+    def _provide_token(dialect: Any, conn_rec: Any, cargs: Any, cparams: dict[str, Any]) -> None:
+        cparams["password"] = client("rds").generate_db_auth_token(
+            DBHostname=settings.host, Port=settings.port, DBUsername=settings.user
+        )

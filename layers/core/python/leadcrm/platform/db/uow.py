@@ -1,0 +1,109 @@
+"""Unit of work: one transaction that rolls back unless committed, and collects domain events.
+
+On commit the events are written to the outbox in the same transaction, so a lead and its `lead.created`
+either both exist or neither does. After the commit they are handed to the publisher (up to
+INLINE_PUBLISH_LIMIT of them); an event the publisher could not deliver, or did not try, stays unpublished
+in the outbox and the relay job sends it later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from types import TracebackType
+
+from sqlalchemy import Connection, DateTime, Engine, Insert, Text, Uuid, insert, select
+from sqlalchemy.dialects.postgresql import JSONB
+
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.events import DomainEvent
+from leadcrm.platform.tables import outbox
+
+logger = logging.getLogger(__name__)
+
+Publisher = Callable[[Sequence[DomainEvent]], None]
+
+# A request publishes at most this many events itself (a few PutEvents calls); more wait for the relay.
+INLINE_PUBLISH_LIMIT = 50
+_OUTBOX_COLUMNS = {
+    "id": Uuid,
+    "organization_id": Uuid,
+    "type": Text,
+    "aggregate_id": Uuid,
+    "payload": JSONB,
+    "occurred_at": DateTime(timezone=True),
+}
+
+
+def _outbox_insert(events: Sequence[DomainEvent]) -> Insert:
+    """All the unit's events in one statement, however many a bulk operation produced."""
+    rows = [
+        {
+            "id": e.id,
+            "organization_id": e.organization_id,
+            "type": e.type,
+            "aggregate_id": e.aggregate_id,
+            "payload": e.payload,
+            "occurred_at": e.occurred_at.isoformat(),
+        }
+        for e in events
+    ]
+    source = recordset("outbox_rows", "outbox_rows", rows, _OUTBOX_COLUMNS)
+    return insert(outbox).from_select(list(_OUTBOX_COLUMNS), select(*(source.c[n] for n in _OUTBOX_COLUMNS)))
+
+
+class UnitOfWork:
+    def __init__(self, engine: Engine | None = None, publisher: Publisher | None = None) -> None:
+        self._engine = engine
+        self._publisher = publisher
+        self._events: list[DomainEvent] = []
+        self._committed = False
+        self.connection: Connection
+
+    def __enter__(self) -> UnitOfWork:
+        self.connection = (self._engine or get_engine()).connect()
+        self.connection.begin()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if not self._committed:
+                self.connection.rollback()
+        finally:
+            self.connection.close()
+        if self._committed and self._events and exc_type is None:
+            self._publish_after_commit()
+
+    def add_event(self, event: DomainEvent) -> None:
+        self._events.append(event)
+
+    @property
+    def events(self) -> tuple[DomainEvent, ...]:
+        return tuple(self._events)
+
+    def commit(self) -> None:
+        if self._events:
+            self.connection.execute(_outbox_insert(self._events))
+        self.connection.commit()
+        self._committed = True
+
+    def _publish_after_commit(self) -> None:
+        # Import here: functions that never publish (or tests that inject a publisher) skip boto3.
+        if self._publisher is None:
+            from leadcrm.platform.outbox import publish_committed
+
+            self._publisher = publish_committed
+        if len(self._events) > INLINE_PUBLISH_LIMIT:
+            # A bulk operation's thousands of events are the relay's job, not the request's.
+            logger.info("events left to the outbox relay", extra={"count": len(self._events)})
+            return
+        try:
+            self._publisher(self._events)
+        except Exception:  # the relay job re-sends whatever is still unpublished
+            logger.exception(
+                "publishing after commit failed; the outbox relay will retry",
+                extra={"eventIds": [str(e.id) for e in self._events]},
+            )

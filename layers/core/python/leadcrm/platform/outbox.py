@@ -1,0 +1,113 @@
+"""Moves outbox rows onto the EventBridge bus: right after commit, and again from the relay job."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+
+from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, func, literal, select, update
+
+from leadcrm.platform.adapters import eventbridge
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.events import DomainEvent
+from leadcrm.platform.tables import outbox
+
+logger = logging.getLogger(__name__)
+
+# The request that wrote an event publishes it within milliseconds; the relay leaves younger rows to it.
+RELAY_GRACE = timedelta(seconds=30)
+RELAY_BATCH = 500
+# Stay well inside the task_lifecycle function's timeout; what is left waits for the next run.
+RELAY_BUDGET_SECONDS = 20.0
+
+
+def publish_committed(events: Sequence[DomainEvent]) -> None:
+    """Publish events whose transaction has committed and stamp the ones the bus accepted."""
+    result = eventbridge.put_events(events)
+    with get_engine().begin() as conn:
+        _mark(conn, result.published, result.failed)
+
+
+def relay_unpublished(
+    grace: timedelta = RELAY_GRACE, batch: int = RELAY_BATCH, budget_seconds: float = RELAY_BUDGET_SECONDS
+) -> dict[str, int]:
+    """Re-publish rows left behind (a Lambda that died between commit and publish, a bus outage, a bulk
+    operation's events), batch after batch until none is left or the time budget is spent.
+
+    Rows are locked with SKIP LOCKED, so two relays never send the same row at once. Consumers still
+    deduplicate on the event id: at-least-once is the contract.
+    """
+    totals = {"published": 0, "failed": 0}
+    deadline = time.monotonic() + budget_seconds
+    while time.monotonic() < deadline:
+        result = _relay_batch(grace, batch)
+        totals["published"] += len(result.published)
+        totals["failed"] += len(result.failed)
+        if len(result.published) + len(result.failed) < batch or result.failed:
+            break  # drained, or the bus is failing: the next run tries again
+    logger.info("outbox relay", extra=totals)
+    return totals
+
+
+def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
+    with get_engine().begin() as conn:
+        rows = (
+            conn.execute(
+                select(outbox)
+                .where(outbox.c.published_at.is_(None), outbox.c.occurred_at < func.now() - grace)
+                .order_by(outbox.c.occurred_at)
+                .limit(batch)
+                .with_for_update(skip_locked=True)
+            )
+            .mappings()
+            .all()
+        )
+        if not rows:
+            return eventbridge.PublishResult(published=[], failed={})
+        events = [
+            DomainEvent(
+                id=row["id"],
+                type=row["type"],
+                organization_id=row["organization_id"],
+                aggregate_id=row["aggregate_id"],
+                payload=row["payload"],
+                occurred_at=row["occurred_at"],
+            )
+            for row in rows
+        ]
+        try:
+            result = eventbridge.put_events(events)
+        except Exception as error:  # count the attempt; the next run tries again
+            logger.exception("outbox relay could not reach the bus")
+            result = eventbridge.PublishResult(published=[], failed={str(e.id): repr(error) for e in events})
+        _mark(conn, result.published, result.failed)
+    return result
+
+
+def _mark(conn: Connection, published: list[str], failed: dict[str, str]) -> None:
+    """Stamp what the bus took and count an attempt on the rest: two statements at most, any batch size."""
+    if published:
+        conn.execute(
+            update(outbox)
+            .where(outbox.c.id == any_(cast(literal("{" + ",".join(published) + "}"), ARRAY(Uuid))))
+            .values(published_at=func.now(), attempts=outbox.c.attempts + 1, last_error=None)
+        )
+    if failed:
+        errors = recordset(
+            "failures",
+            "failures",
+            [{"id": event_id, "error": error[:1000]} for event_id, error in failed.items()],
+            {"id": Uuid, "error": Text},
+        )
+        conn.execute(
+            update(outbox)
+            .where(outbox.c.id == errors.c.id)
+            .values(attempts=outbox.c.attempts + 1, last_error=errors.c.error)
+        )
+
+
+def unpublished_count(conn: Connection) -> int:
+    return conn.execute(select(func.count()).select_from(outbox).where(outbox.c.published_at.is_(None))).scalar_one()

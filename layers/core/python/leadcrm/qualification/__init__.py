@@ -1,0 +1,1 @@
+"""Qualification: enrichment, scoring, merges and pseudonymization."""

@@ -1,1 +1,0 @@
-"""Use cases: each runs one unit of work and appends the outbox events it causes."""

@@ -1,0 +1,1 @@
+"""Helpdesk tickets: configuration, SLA, routing, mail, surveys, reports and the sweep."""

@@ -1,0 +1,1 @@
+"""Pure rules of tickets: no SQL, no boto3, no I/O."""

@@ -1,0 +1,464 @@
+"""The follow-up IS the lead's task (spec "One object"): the only writer of the lead ⇄ task pair.
+
+A lead's follow-up lives on the lead (next_action_at / _type / _note); its one open contact_lead task
+(`tasks_open_contact_lead_unique_idx`) mirrors it. Every function here keeps the two in step and never
+calls back into the leads or tasks services, so a write in one direction cannot bounce back.
+
+Lock order, the same for every write of the pair: the lead row first, then the task row.
+- Lead-side writes (set / clear the follow-up, touches) take the lead with `lead_moves.lock_lead`
+  (FOR UPDATE), then the lead's open contact task FOR UPDATE.
+- Task-side writes (complete / cancel / reschedule / create a linked task) find the task's lead, take the
+  lead FOR NO KEY UPDATE (it conflicts with FOR UPDATE and with itself, so writers queue; it lets foreign
+  key checks of other rows through), then the task FOR UPDATE, and re-read it under both locks.
+So two staff members acting on one lead queue instead of deadlocking.
+
+Rules (pure, in `leadcrm.work.rules.follow_ups`): the task is due on the follow-up's org-local date, at its
+local time unless that is midnight; setting a follow-up moves the lead's open contact task (or creates
+one); clearing it cancels the task that stands for it; closing or rescheduling a task that stands for the
+follow-up clears or moves the follow-up, and a linked task that does not stand for it never touches it.
+Timeline: follow_up_set / follow_up_cleared (best-effort, `record_activity`).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from typing import Any
+
+from sqlalchemy import Connection, Executable, Insert, and_, func, insert, or_, select, update
+
+from leadcrm.directory.rules import Actor
+from leadcrm.directory.tables import organizations
+from leadcrm.leads.activity import record_activity
+from leadcrm.leads.moves import lock_lead
+from leadcrm.leads.rules.intake import MAX_TASK_TITLE_LENGTH
+from leadcrm.leads.tables import leads
+from leadcrm.platform.errors import NotFound
+from leadcrm.platform.ids import parse_uuid, uuid7
+from leadcrm.work.rules.follow_ups import (
+    SEED_TYPE,
+    FollowUp,
+    LeadClock,
+    TaskDue,
+    TouchFollowUpPlan,
+    follow_up_at_for_due,
+    follow_up_of,
+    is_auto_seed,
+    organization_zone,
+    task_due_for,
+    task_mirrors_follow_up,
+)
+from leadcrm.work.tables import tasks
+
+logger = logging.getLogger(__name__)
+
+CONTACT_LEAD_TASK = "contact_lead"
+OPEN_TASK_STATUSES = ("pending", "in_progress")
+FOLLOW_UP_SET = "follow_up_set"
+FOLLOW_UP_CLEARED = "follow_up_cleared"
+
+
+# -- reading under the locks -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeadFollowUpState:
+    """The lead as the pair sees it, read under the lead's lock."""
+
+    lead_id: uuid.UUID
+    organization_id: uuid.UUID
+    status: str
+    owner_user_id: uuid.UUID | None
+    label: str
+    follow_up: FollowUp | None
+    clock: LeadClock
+    zone: tzinfo
+
+    @property
+    def is_auto_seed(self) -> bool:
+        return is_auto_seed(self.follow_up, self.clock)
+
+    def mirrors(self, task: dict[str, Any]) -> bool:
+        return task_mirrors_follow_up(
+            self.follow_up, self.clock, TaskDue(task["due_date"], task["due_time"]), self.zone
+        )
+
+
+_STATE_COLUMNS = (
+    leads.c.id,
+    leads.c.organization_id,
+    leads.c.status,
+    leads.c.assigned_to_user_id,
+    leads.c.name,
+    leads.c.email,
+    leads.c.phone,
+    leads.c.next_action_at,
+    leads.c.next_action_type,
+    leads.c.next_action_note,
+    leads.c.created_at,
+    leads.c.returned_at,
+    organizations.c.timezone,
+)
+
+
+def _state(row: Any) -> LeadFollowUpState:
+    label = next((v.strip() for v in (row["name"], row["email"], row["phone"]) if v and v.strip()), "lead")
+    return LeadFollowUpState(
+        lead_id=row["id"],
+        organization_id=row["organization_id"],
+        status=row["status"],
+        owner_user_id=row["assigned_to_user_id"],
+        label=label,
+        follow_up=follow_up_of(row["next_action_at"], row["next_action_type"], row["next_action_note"]),
+        clock=LeadClock(created_at=row["created_at"], returned_at=row["returned_at"]),
+        zone=organization_zone(row["timezone"]),
+    )
+
+
+def _state_query(organization_id: uuid.UUID, lead_id: uuid.UUID) -> Any:
+    return (
+        select(*_STATE_COLUMNS)
+        .select_from(leads.join(organizations, organizations.c.id == leads.c.organization_id))
+        .where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
+    )
+
+
+def lock_lead_state(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> LeadFollowUpState:
+    """Lead-side writes: the lead row FOR UPDATE (`lock_lead`, 404 LEAD_NOT_FOUND), then its state."""
+    lock_lead(conn, organization_id, lead_id)
+    return _state(conn.execute(_state_query(organization_id, lead_id)).mappings().one())
+
+
+def _lock_lead_for_task(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> LeadFollowUpState | None:
+    """Task-side writes: the task's lead FOR NO KEY UPDATE (see the module docstring); None when it is not
+    a lead of the organization."""
+    # key_share without read: FOR NO KEY UPDATE.
+    locked = _state_query(organization_id, lead_id).with_for_update(key_share=True, of=leads)
+    row = conn.execute(locked).mappings().first()
+    return None if row is None else _state(row)
+
+
+def lock_open_contact_task(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict[str, Any] | None:
+    """The lead's one open contact task, FOR UPDATE; call it holding the lead's lock."""
+    row = (
+        conn.execute(
+            select(tasks)
+            .where(
+                tasks.c.organization_id == organization_id,
+                tasks.c.linked_lead_id == lead_id,
+                tasks.c.type == CONTACT_LEAD_TASK,
+                tasks.c.status.in_(OPEN_TASK_STATUSES),
+                tasks.c.deleted_at.is_(None),
+            )
+            .with_for_update()
+        )
+        .mappings()
+        .first()
+    )
+    return None if row is None else dict(row)
+
+
+def task_not_found() -> NotFound:
+    return NotFound("Task not found.", code="TASK_NOT_FOUND")
+
+
+def lock_task(
+    conn: Connection, organization_id: uuid.UUID, task_id: uuid.UUID
+) -> tuple[dict[str, Any], LeadFollowUpState | None]:
+    """A task for a write, with its lead's state when it is linked: the lead first, then the task.
+
+    The task is read once unlocked to learn its lead, the lead is locked, then the task is locked and read
+    again (the link cannot change: no API moves a task to another lead). 404 TASK_NOT_FOUND for a task that
+    is not the organization's or was deleted."""
+    task_filter = and_(tasks.c.organization_id == organization_id, tasks.c.id == task_id, tasks.c.deleted_at.is_(None))
+    linked_lead_id = conn.execute(select(tasks.c.linked_lead_id).where(task_filter)).first()
+    if linked_lead_id is None:
+        raise task_not_found()
+    state = None
+    if linked_lead_id[0] is not None:
+        state = _lock_lead_for_task(conn, organization_id, linked_lead_id[0])
+    row = conn.execute(select(tasks).where(task_filter).with_for_update()).mappings().first()
+    if row is None:  # erased meanwhile
+        raise task_not_found()
+    return dict(row), state
+
+
+# -- writing the pair ------------------------------------------------------------------------------------
+
+
+def _follow_up_payload(follow_up: FollowUp, via: str, task_id: uuid.UUID | None) -> dict[str, Any]:
+    return {
+        "at": follow_up.at.isoformat(),
+        "type": follow_up.type,
+        "note": follow_up.note,
+        "via": via,
+        "taskId": str(task_id) if task_id else None,
+    }
+
+
+def _write_lead_follow_up(
+    conn: Connection,
+    actor: Actor,
+    state: LeadFollowUpState,
+    follow_up: FollowUp | None,
+    *,
+    via: str,
+    task_id: uuid.UUID | None,
+) -> None:
+    conn.execute(
+        update(leads)
+        .where(leads.c.organization_id == state.organization_id, leads.c.id == state.lead_id)
+        .values(
+            next_action_at=follow_up.at if follow_up else None,
+            next_action_type=follow_up.type if follow_up else None,
+            next_action_note=follow_up.note if follow_up else None,
+            updated_at=func.now(),
+        )
+    )
+    if follow_up is None:
+        payload: dict[str, Any] = {"via": via, "taskId": str(task_id) if task_id else None}
+        record_activity(conn, state.organization_id, state.lead_id, FOLLOW_UP_CLEARED, payload, actor.user_id)
+    else:
+        payload = _follow_up_payload(follow_up, via, task_id)
+        record_activity(conn, state.organization_id, state.lead_id, FOLLOW_UP_SET, payload, actor.user_id)
+
+
+def _close_task(conn: Connection, task_id: uuid.UUID, status: str) -> None:
+    stamp = "completed_at" if status == "completed" else "cancelled_at"
+    conn.execute(
+        update(tasks).where(tasks.c.id == task_id).values(status=status, updated_at=func.now(), **{stamp: func.now()})
+    )
+
+
+def _follow_up_title(follow_up: FollowUp, label: str) -> str:
+    return f"Follow up ({follow_up.type}): {label}"[:MAX_TASK_TITLE_LENGTH].rstrip()
+
+
+@dataclass(frozen=True)
+class TaskFields:
+    """What a caller may say about the task that mirrors a follow-up (None: the defaults)."""
+
+    title: str | None = None
+    description: str | None = None
+    priority: str | None = None
+    assignee_user_id: uuid.UUID | None = None
+    source: str = "manual"
+
+
+def _place_task(
+    conn: Connection,
+    actor: Actor,
+    state: LeadFollowUpState,
+    follow_up: FollowUp,
+    task: dict[str, Any] | None,
+    fields: TaskFields,
+) -> uuid.UUID:
+    """Moves the lead's open contact task onto the follow-up, or creates it; the task's id."""
+    due = task_due_for(follow_up.at, state.zone)
+    if task is not None:
+        values: dict[str, Any] = {"due_date": due.due_date, "due_time": due.due_time, "updated_at": func.now()}
+        for name in ("title", "description", "priority", "assignee_user_id"):
+            if getattr(fields, name) is not None:
+                values[name] = getattr(fields, name)
+        conn.execute(update(tasks).where(tasks.c.id == task["id"]).values(**values))
+        return task["id"]
+    task_id = uuid7()
+    conn.execute(
+        insert(tasks).values(
+            id=task_id,
+            organization_id=state.organization_id,
+            type=CONTACT_LEAD_TASK,
+            title=fields.title or _follow_up_title(follow_up, state.label),
+            description=fields.description,
+            priority=fields.priority or "medium",
+            source=fields.source,
+            due_date=due.due_date,
+            due_time=due.due_time,
+            assignee_user_id=fields.assignee_user_id or state.owner_user_id or actor.user_id,
+            linked_lead_id=state.lead_id,
+            created_by_user_id=actor.user_id,
+        )
+    )
+    return task_id
+
+
+# -- lead side -----------------------------------------------------------------------------------------------
+
+
+def set_follow_up(
+    conn: Connection,
+    actor: Actor,
+    lead_id: uuid.UUID,
+    follow_up: FollowUp,
+    *,
+    via: str = "follow_up",
+    fields: TaskFields | None = None,
+    state: LeadFollowUpState | None = None,
+) -> uuid.UUID:
+    """Sets the lead's follow-up and moves its open contact task onto it (or creates one); the task id.
+
+    `state`: the caller already holds the lead's lock (a touch). Assignee of a new task: the lead's owner,
+    else the actor."""
+    state = state or lock_lead_state(conn, actor.organization_id, lead_id)
+    task = lock_open_contact_task(conn, state.organization_id, state.lead_id)
+    task_id = _place_task(conn, actor, state, follow_up, task, fields or TaskFields())
+    _write_lead_follow_up(conn, actor, state, follow_up, via=via, task_id=task_id)
+    return task_id
+
+
+def clear_follow_up(conn: Connection, actor: Actor, lead_id: uuid.UUID) -> bool:
+    """Clears the lead's follow-up and cancels the task that stands for it; False when there was none."""
+    state = lock_lead_state(conn, actor.organization_id, lead_id)
+    if state.follow_up is None:
+        return False
+    task = lock_open_contact_task(conn, state.organization_id, state.lead_id)
+    task_id = None
+    if task is not None and state.mirrors(task):
+        _close_task(conn, task["id"], "cancelled")
+        task_id = task["id"]
+    _write_lead_follow_up(conn, actor, state, None, via="follow_up", task_id=task_id)
+    return True
+
+
+def apply_touch(
+    conn: Connection, actor: Actor, state: LeadFollowUpState, plan: TouchFollowUpPlan, new: FollowUp | None
+) -> None:
+    """A touch's effect on the pair, under the lead's lock (`state`): see `work.rules.follow_ups.plan_touch_follow_up`."""
+    if not plan.changes_anything:
+        return
+    task = lock_open_contact_task(conn, state.organization_id, state.lead_id)
+    completed_id = None
+    if plan.complete_task and task is not None and state.mirrors(task):
+        _close_task(conn, task["id"], "completed")
+        completed_id, task = task["id"], None
+    if plan.replace:
+        assert new is not None
+        task_id = _place_task(conn, actor, state, new, task, TaskFields())
+        _write_lead_follow_up(conn, actor, state, new, via="touch", task_id=task_id)
+    elif plan.clear and state.follow_up is not None:
+        _write_lead_follow_up(conn, actor, state, None, via="touch", task_id=completed_id)
+
+
+# -- task side -----------------------------------------------------------------------------------------------
+
+
+def is_follow_up_task(task: dict[str, Any], state: LeadFollowUpState | None) -> bool:
+    """An open linked contact task that stands for its lead's follow-up."""
+    return (
+        state is not None
+        and task["type"] == CONTACT_LEAD_TASK
+        and task["status"] in OPEN_TASK_STATUSES
+        and state.mirrors(task)
+    )
+
+
+def close_task(
+    conn: Connection, actor: Actor, task: dict[str, Any], state: LeadFollowUpState | None, status: str
+) -> None:
+    """Completes or cancels an open task (locked with `lock_task`); one that stands for the follow-up
+    clears it."""
+    mirrored = is_follow_up_task(task, state)
+    _close_task(conn, task["id"], status)
+    if mirrored and state is not None and state.follow_up is not None:
+        _write_lead_follow_up(conn, actor, state, None, via=f"task_{status}", task_id=task["id"])
+
+
+def reschedule_task(
+    conn: Connection, actor: Actor, task: dict[str, Any], state: LeadFollowUpState | None, due: TaskDue
+) -> bool:
+    """Moves the follow-up along with a task that stands for it (the caller writes the task's own row);
+    True when the follow-up moved. An intake/return call that is rescheduled becomes a plain follow-up."""
+    if not is_follow_up_task(task, state) or due.due_date is None:
+        return False
+    assert state is not None
+    at = follow_up_at_for_due(due, state.zone, state.follow_up)
+    previous = state.follow_up
+    moved = FollowUp(
+        at=at,
+        type=previous.type if previous else SEED_TYPE,
+        note=previous.note if previous else None,
+    )
+    if previous is not None and moved == previous:
+        return False
+    if is_auto_seed(moved, state.clock):  # moved exactly onto a seed instant: still the same seed
+        return False
+    _write_lead_follow_up(conn, actor, state, moved, via="task_rescheduled", task_id=task["id"])
+    return True
+
+
+def create_linked_contact_task(
+    conn: Connection, actor: Actor, lead_id: uuid.UUID, due: TaskDue, fields: TaskFields
+) -> tuple[uuid.UUID, bool]:
+    """tasks.create of a contact_lead task for a lead merges into the lead's follow-up: the follow-up is set
+    to the task's due date (and time) as a call, and the lead's open contact task is moved onto it (or
+    created). (task id, merged: True when an existing open contact task was reused)."""
+    state = _lock_lead_for_task(conn, actor.organization_id, lead_id)
+    if state is None:
+        raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
+    if due.due_date is None:  # no date: the contact is due today, org-local
+        due = TaskDue(datetime.now(state.zone).date(), due.due_time)
+    at = follow_up_at_for_due(due, state.zone, None)
+    follow_up = FollowUp(at=at, type=SEED_TYPE, note=(fields.title or "")[:255] or None)
+    task = lock_open_contact_task(conn, state.organization_id, lead_id)
+    task_id = _place_task(conn, actor, state, follow_up, task, fields)
+    _write_lead_follow_up(conn, actor, state, follow_up, via="task_created", task_id=task_id)
+    return task_id, task is not None
+
+
+# -- the automatic seeds -------------------------------------------------------------------------------------
+
+
+def with_intake_seed(task_insert: Insert, organization_id: uuid.UUID) -> Executable:
+    """The intake auto-task's INSERT (RETURNING its linked_lead_id) wrapped so that the same statement writes
+    the new lead's seed follow-up: a call due at the lead's created_at, which the task (due tomorrow) stands
+    for. The seed is written exactly when the task is (no owner: neither), in one round trip; the statement
+    returns a row when both were written. The caller shows the new lead with `work.rules.follow_ups.intake_seed_values`."""
+    task = task_insert.cte("intake_task")
+    return (
+        update(leads)
+        .where(leads.c.organization_id == organization_id, leads.c.id.in_(select(task.c.linked_lead_id)))
+        .values(next_action_at=leads.c.created_at, next_action_type=SEED_TYPE, next_action_note=None)
+        .returning(leads.c.id)
+    )
+
+
+def auto_seed_condition() -> Any:
+    """SQL: the lead's follow-up is still the intake call or the return call (`work.rules.follow_ups.is_auto_seed`);
+    for the queue and the urgent counts, where neither counts as overdue."""
+    return and_(
+        leads.c.next_action_type == SEED_TYPE,
+        or_(leads.c.next_action_at == leads.c.created_at, leads.c.next_action_at == leads.c.returned_at),
+    )
+
+
+def sync_return_call(conn: Connection, detail: dict[str, Any]) -> bool:
+    """`lead.returned` consumer (spec: "The follow-up task is synced after commit"): the return call gets its
+    task, due today org-local, for the lead's owner; idempotent (a redelivery finds the task in place). A lead
+    whose follow-up moved on since, or that is no longer open, is left alone. True when it wrote."""
+    from leadcrm.directory.rules import system_actor
+    from leadcrm.pipelines.rules.statuses import StageCategory, is_open
+
+    organization_id = parse_uuid(str(detail.get("organizationId", "")))
+    lead_id = parse_uuid(str((detail.get("payload") or {}).get("leadId") or detail.get("aggregateId") or ""))
+    if organization_id is None or lead_id is None:
+        return False
+    state = _lock_lead_for_task(conn, organization_id, lead_id)
+    if state is None:  # erased before the event arrived
+        return False
+    follow_up = state.follow_up
+    if follow_up is None or follow_up.at != state.clock.returned_at or not state.is_auto_seed:
+        return False
+    if not is_open(StageCategory(state.status)):
+        return False
+    task = lock_open_contact_task(conn, organization_id, lead_id)
+    due = task_due_for(follow_up.at, state.zone)
+    if task is not None and (task["due_date"], task["due_time"]) == (due.due_date, due.due_time):
+        return False
+    actor = system_actor(organization_id)
+    fields = TaskFields(
+        title=f"Call returning lead: {state.label}"[:MAX_TASK_TITLE_LENGTH].rstrip(), priority="high", source="auto"
+    )
+    _place_task(conn, actor, state, follow_up, task, fields if task is None else TaskFields())
+    return True

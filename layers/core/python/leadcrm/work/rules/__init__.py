@@ -1,0 +1,1 @@
+"""Pure rules of work: no SQL, no boto3, no I/O."""

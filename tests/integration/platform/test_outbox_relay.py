@@ -1,0 +1,134 @@
+"""A publish failure never fails the request; the relay job publishes what was left behind."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select, update
+
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.outbox import relay_unpublished
+from leadcrm.platform.tables import outbox
+from tests.support.api import call_api, leads_path
+from tests.support.aws import make_event_bus, make_queue, route_bus_to_queue
+from tests.support.factories import make_caller
+
+
+@pytest.fixture
+def task_lifecycle():
+    from task_lifecycle.handler import lambda_handler
+
+    return lambda_handler
+
+
+def _create_lead_without_a_bus() -> dict:
+    caller = make_caller()
+    response = call_api("POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Ada Lovelace"})
+    assert response.status == 201, response.body
+    return response.data
+
+
+def _outbox_row(lead_id: str) -> dict:
+    with get_engine().connect() as conn:
+        return dict(conn.execute(select(outbox).where(outbox.c.aggregate_id == uuid.UUID(lead_id))).mappings().one())
+
+
+def _backdate(lead_id: str, by: timedelta = timedelta(minutes=5)) -> None:
+    with get_engine().begin() as conn:
+        conn.execute(
+            update(outbox)
+            .where(outbox.c.aggregate_id == uuid.UUID(lead_id))
+            .values(occurred_at=outbox.c.occurred_at - by)
+        )
+
+
+def test_a_lead_is_created_with_201_even_when_the_bus_cannot_be_reached():
+    lead = _create_lead_without_a_bus()
+    assert lead["status"] == "new"
+
+
+def test_an_event_the_bus_did_not_take_stays_unpublished_in_the_outbox():
+    lead = _create_lead_without_a_bus()
+    row = _outbox_row(lead["id"])
+    assert row["type"] == "lead.created"
+    assert row["published_at"] is None
+
+
+def test_the_relay_job_publishes_an_event_left_behind_once_the_bus_is_back(task_lifecycle, ctx):
+    lead = _create_lead_without_a_bus()
+    _backdate(lead["id"])
+    make_event_bus()
+    result = task_lifecycle({"job": "outbox_relay"}, ctx)
+    assert result["job"] == "outbox_relay"
+    assert result["published"] >= 1
+    assert _outbox_row(lead["id"])["published_at"] is not None
+
+
+def test_the_relayed_event_reaches_consumers_with_its_original_event_id(task_lifecycle, ctx):
+    lead = _create_lead_without_a_bus()
+    _backdate(lead["id"])
+    queue = make_queue("leadcrm-task-lifecycle")
+    route_bus_to_queue(make_event_bus(), queue)
+    task_lifecycle({"job": "outbox_relay"}, ctx)
+    details = [json.loads(m["Body"])["detail"] for m in queue.receive_all()]
+    mine = [d for d in details if d["payload"]["leadId"] == lead["id"]]
+    assert len(mine) == 1
+    assert mine[0]["eventId"] == str(_outbox_row(lead["id"])["id"])
+    assert mine[0]["type"] == "lead.created"
+
+
+def test_the_relay_leaves_events_younger_than_its_grace_period_to_the_request():
+    lead = _create_lead_without_a_bus()
+    make_event_bus()
+    relay_unpublished()
+    assert _outbox_row(lead["id"])["published_at"] is None
+
+
+def test_the_relay_with_no_grace_publishes_a_fresh_event():
+    lead = _create_lead_without_a_bus()
+    make_event_bus()
+    relay_unpublished(grace=timedelta(0))
+    assert _outbox_row(lead["id"])["published_at"] is not None
+
+
+def test_a_relay_that_cannot_reach_the_bus_counts_the_attempt_and_keeps_the_error(task_lifecycle, ctx):
+    lead = _create_lead_without_a_bus()
+    _backdate(lead["id"])
+    result = task_lifecycle({"job": "outbox_relay"}, ctx)
+    assert result["failed"] >= 1
+    row = _outbox_row(lead["id"])
+    assert row["published_at"] is None
+    assert row["attempts"] == 1
+    assert row["last_error"]
+
+
+def test_a_relay_after_a_failed_one_still_publishes(task_lifecycle, ctx):
+    lead = _create_lead_without_a_bus()
+    _backdate(lead["id"])
+    task_lifecycle({"job": "outbox_relay"}, ctx)
+    make_event_bus()
+    task_lifecycle({"job": "outbox_relay"}, ctx)
+    row = _outbox_row(lead["id"])
+    assert row["published_at"] is not None
+    assert row["attempts"] == 2
+    assert row["last_error"] is None
+
+
+def test_a_relay_with_nothing_left_behind_publishes_nothing(event_bus, task_lifecycle, ctx):
+    task_lifecycle({"job": "outbox_relay"}, ctx)  # whatever earlier tests left behind
+    assert task_lifecycle({"job": "outbox_relay"}, ctx) == {"job": "outbox_relay", "published": 0, "failed": 0}
+    with get_engine().connect() as conn:
+        old_unpublished = conn.execute(
+            select(func.count())
+            .select_from(outbox)
+            .where(outbox.c.published_at.is_(None), outbox.c.occurred_at < func.now() - timedelta(seconds=30))
+        ).scalar_one()
+    assert old_unpublished == 0
+
+
+def test_an_unknown_scheduled_job_raises_value_error(task_lifecycle, ctx):
+    with pytest.raises(ValueError, match="unknown scheduled job"):
+        task_lifecycle({"job": "make_coffee"}, ctx)

@@ -1,0 +1,74 @@
+"""The unit of work: nothing persists unless committed, and events go to the outbox with the writes."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+
+from leadcrm.directory.provisioning import create_organization
+from leadcrm.directory.tables import organizations
+from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.events import DomainEvent
+from leadcrm.platform.ids import uuid7
+from leadcrm.platform.tables import outbox
+
+
+def _event(organization_id) -> DomainEvent:
+    return DomainEvent(type="test.happened", organization_id=organization_id, aggregate_id=uuid7(), payload={})
+
+
+def _exists(table, row_id) -> bool:
+    with get_engine().connect() as conn:
+        return conn.execute(select(func.count()).select_from(table).where(table.c.id == row_id)).scalar_one() == 1
+
+
+def test_work_that_is_not_committed_is_rolled_back_with_its_events() -> None:
+    published: list[DomainEvent] = []
+    with UnitOfWork(publisher=published.extend) as uow:
+        organization_id = create_organization(uow.connection, "Never saved")
+        event = _event(organization_id)
+        uow.add_event(event)
+
+    assert not _exists(organizations, organization_id)
+    assert not _exists(outbox, event.id)
+    assert published == []
+
+
+def test_committed_work_writes_its_events_to_the_outbox_and_hands_them_to_the_publisher() -> None:
+    published: list[DomainEvent] = []
+    with UnitOfWork(publisher=published.extend) as uow:
+        organization_id = create_organization(uow.connection, "Saved")
+        event = _event(organization_id)
+        uow.add_event(event)
+        uow.commit()
+
+    assert _exists(organizations, organization_id)
+    assert _exists(outbox, event.id)
+    assert published == [event]
+
+
+def test_an_error_after_commit_inside_the_block_publishes_nothing_but_keeps_the_outbox_row_for_the_relay() -> None:
+    published: list[DomainEvent] = []
+    try:
+        with UnitOfWork(publisher=published.extend) as uow:
+            event = _event(create_organization(uow.connection, "Saved, then failed"))
+            uow.add_event(event)
+            uow.commit()
+            raise RuntimeError("the handler broke after committing")
+    except RuntimeError:
+        pass
+
+    assert _exists(outbox, event.id)
+    assert published == []
+
+
+def test_a_publisher_that_fails_never_fails_the_committed_work() -> None:
+    def broken_publisher(events) -> None:
+        raise ConnectionError("bus unreachable")
+
+    with UnitOfWork(publisher=broken_publisher) as uow:
+        event = _event(create_organization(uow.connection, "Saved anyway"))
+        uow.add_event(event)
+        uow.commit()
+
+    assert _exists(outbox, event.id)
