@@ -23,6 +23,7 @@ from api.deals.schemas_deals import (
 )
 from api.http import caller, entity_id
 from leadcrm.deals import owner_departure as service
+from leadcrm.directory import default_assignee
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.platform.db.uow import UnitOfWork
 
@@ -55,7 +56,7 @@ def hand_over(orgId: str, membershipId: str, body: Annotated[HandoverBody, Body(
 def read_default_assignee(orgId: str) -> DefaultAssigneeEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        user_id = service.read_default_assignee_setting(uow.connection, actor.organization_id)
+        user_id = default_assignee.read_default_assignee_setting(uow.connection, actor.organization_id)
     return DefaultAssigneeEnvelope(data=DefaultAssignee(user_id=user_id))
 
 
@@ -68,6 +69,6 @@ def read_default_assignee(orgId: str) -> DefaultAssigneeEnvelope:
 def set_default_assignee(orgId: str, body: Annotated[DefaultAssigneeBody, Body()]) -> DefaultAssigneeEnvelope:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
-        user_id = service.set_default_assignee(uow, actor, body.user_id)
+        user_id = default_assignee.set_default_assignee(uow, actor, body.user_id)
         uow.commit()
     return DefaultAssigneeEnvelope(data=DefaultAssignee(user_id=user_id))

@@ -38,7 +38,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, and_, case, delete, func, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.deals.owner_departure import default_assignee as organization_default_assignee
+from leadcrm.directory.default_assignee import default_assignee as organization_default_assignee
 from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, enabled_features, system_actor
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.activity import record_activities
@@ -346,7 +346,7 @@ def _merge_placement(conn: Connection, organization_id: uuid.UUID, lead_id: uuid
 def default_assignee(conn: Connection, organization_id: uuid.UUID) -> uuid.UUID | None:
     """Who takes an unowned lead that came back on a public or platform path: the organization's default
     assignee setting when it names an active staff member, else its oldest active owner (the same person the
-    new-lead auto-task goes to); see `deals.owner_departure.default_assignee`."""
+    new-lead auto-task goes to); see `directory.default_assignee`."""
     return organization_default_assignee(conn, organization_id)
 
 
