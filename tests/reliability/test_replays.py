@@ -603,7 +603,7 @@ def test_a_meta_notification_delivered_three_times_is_accepted_and_consumed_each
 
 
 def test_every_event_task_lifecycle_handles_has_a_replay_row():
-    from leadcrm.lifecycle_reactions import _HANDLERS
+    from leadcrm.wiring import EVENT_REACTIONS as _HANDLERS
 
     rows = {entry.name.removeprefix("task_lifecycle: ").split(" ")[0] for entry in ENTRIES}
     assert set(_HANDLERS) - rows == set(), "task_lifecycle consumers without a row in ENTRIES"

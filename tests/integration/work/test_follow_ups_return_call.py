@@ -68,7 +68,7 @@ def test_a_follow_up_set_since_the_return_is_left_alone():
 
 
 def test_lead_returned_is_routed_to_the_return_call_sync():
-    from leadcrm.lifecycle_reactions import _HANDLERS
+    from leadcrm.wiring import EVENT_REACTIONS as _HANDLERS
     from leadcrm.work import follow_ups
 
     assert _HANDLERS["lead.returned"] is follow_ups.sync_return_call

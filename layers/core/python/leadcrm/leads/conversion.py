@@ -24,7 +24,6 @@ from typing import Any
 from sqlalchemy import Connection, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.deals.people import link_member_to_lead_deals
 from leadcrm.directory.rules import Actor, MembershipStatus, Role, system_actor
 from leadcrm.directory.tables import memberships, users
 from leadcrm.leads.activity import record_activity
@@ -37,6 +36,7 @@ from leadcrm.leads.identity import (
     search_link_candidates,
     search_terms,
 )
+from leadcrm.leads.messages import LeadBecameMember
 from leadcrm.leads.moves import LeadUpdate, lock_lead, update_lead
 from leadcrm.leads.rules.identity import canonical_email
 from leadcrm.leads.rules.moves import is_converted
@@ -49,6 +49,7 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.events import MEMBERSHIP_ACTIVATED, DomainEvent
 from leadcrm.platform.ids import parse_uuid, uuid7
+from leadcrm.platform.messagebus import handle
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +101,7 @@ def _attach(uow: UnitOfWork, actor: Actor, lead: dict[str, Any], membership_id: 
     )
     converted = {**lead, "converted_membership_id": membership_id}
     # A converted lead's deals link both the lead and the member.
-    link_member_to_lead_deals(uow, actor, lead["id"], membership_id)
+    handle(conn, LeadBecameMember(uow, actor, lead["id"], membership_id))
     target = win_stage(conn, actor.organization_id, lead["pipeline_id"])
     if target is not None:
         update_lead(uow, actor, lead["id"], LeadUpdate(stage_id=target.id), locked=converted)

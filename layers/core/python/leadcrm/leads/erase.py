@@ -32,17 +32,16 @@ from sqlalchemy import Connection, cast, delete, func, literal, select
 from sqlalchemy.dialects.postgresql import JSONB, JSONPATH
 from sqlalchemy.exc import DBAPIError
 
-from leadcrm.deals.people import forget_erased_lead
 from leadcrm.directory.rules import Actor
+from leadcrm.leads.messages import LeadErasing
 from leadcrm.leads.moves import lock_lead
 from leadcrm.leads.tables import lead_receipts, leads
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import NotFound
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.idempotency import request_fingerprint
+from leadcrm.platform.messagebus import handle
 from leadcrm.platform.tables import idempotency_keys
-from leadcrm.qualification.merges import merged_lead_ids
-from leadcrm.work.tables import tasks
 
 logger = logging.getLogger(__name__)
 
@@ -125,11 +124,10 @@ def _erase_one(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID)
     _forget_capture_keys(conn, organization_id, lead_id)  # reads the receipts, which the lead takes with it
     # Duplicates merged into the lead were the same person: their stored answers go too (their tombstones
     # go with the lead).
-    _forget_stored_answers(conn, merged_lead_ids(conn, organization_id, lead_id))
-    forget_erased_lead(conn, organization_id, lead_id)  # its deals stay, without the person's traces
-    tasks_deleted = conn.execute(
-        delete(tasks).where(tasks.c.organization_id == organization_id, tasks.c.linked_lead_id == lead_id)
-    ).rowcount
+    # Deals stay without the person's traces; linked tasks are deleted (see `leadcrm.wiring`).
+    answers = [answer for answer in handle(conn, LeadErasing(organization_id, lead_id)) if answer is not None]
+    _forget_stored_answers(conn, [same for answer in answers for same in answer.same_person_lead_ids])
+    tasks_deleted = sum(answer.tasks_deleted for answer in answers)
     conn.execute(delete(leads).where(leads.c.organization_id == organization_id, leads.c.id == lead_id))
     return ErasedLead(lead_id=lead_id, tasks_deleted=tasks_deleted)
 

@@ -22,6 +22,7 @@ from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.leads.activity import record_activity
 from leadcrm.leads.campaigns import require_attachable_campaign
 from leadcrm.leads.dedup import ExistingLead, find_same_person, lock_person
+from leadcrm.leads.messages import LeadCreated
 from leadcrm.leads.rules.intake import MatchResolution, contact_task_title, resolve_match
 from leadcrm.leads.rules.returning import ReturnTouch, ReturnVia
 from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
@@ -30,8 +31,7 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import Conflict
 from leadcrm.platform.events import LEAD_CREATED, DomainEvent
 from leadcrm.platform.ids import uuid7
-from leadcrm.work.auto_tasks import create_contact_task
-from leadcrm.work.rules.follow_ups import intake_seed_values
+from leadcrm.platform.messagebus import handle
 
 STAFF_CHANNEL = "staff"
 OWNER_CHANGED_ACTIVITY = "owner_changed"
@@ -184,8 +184,9 @@ def intake_lead(
             return Intake(reopened, IntakeOutcome.REOPENED)
     placement = default_new_stage(conn, organization_id)
     lead = _insert_lead(conn, organization_id, new, placement, actor_user_id, channel, received or {})
-    if create_contact_task(conn, organization_id, lead["id"], contact_task_title(new.name, new.email, new.phone)):
-        lead = {**lead, **intake_seed_values(lead)}  # the task's statement also wrote the seed follow-up
+    # The auto-task (work): its statement also writes the lead's seed follow-up, which the answer carries.
+    for written in handle(conn, LeadCreated(organization_id, lead, contact_task_title(new.name, new.email, new.phone))):
+        lead = {**lead, **(written or {})}
     uow.add_event(
         DomainEvent(
             type=LEAD_CREATED,

@@ -31,6 +31,7 @@ from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.leads.activity import record_activities
 from leadcrm.leads.intake import LEAD_COLUMNS
+from leadcrm.leads.messages import ScoringInputsChanged
 from leadcrm.leads.rules.moves import (
     LeadPosition,
     MoveRefusal,
@@ -48,6 +49,7 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.events import LEAD_STATUS_CHANGED, DomainEvent
 from leadcrm.platform.ids import uuid7
+from leadcrm.platform.messagebus import handle
 
 logger = logging.getLogger(__name__)
 
@@ -311,9 +313,8 @@ def update_lead(
         return public_lead(row)
     updated = update_lead_row(conn, row, values)
     if edited:  # the lead's own fields are scoring inputs (qualification.scoring)
-        from leadcrm.qualification.scoring import rescore_leads  # scoring builds on this module
-
-        updated = {**updated, **rescore_leads(conn, actor.organization_id, [lead_id]).get(lead_id, {})}
+        for rescored in handle(conn, ScoringInputsChanged(actor.organization_id, (lead_id,))):
+            updated = {**updated, **rescored.get(lead_id, {})}
     if move is not None:
         record_primary_move(uow, actor, move)
     record_activities(conn, activities)

@@ -3,7 +3,7 @@
 When a score is recomputed:
 - in the unit of work that changed an input, by the code that changed it: an enrichment, a touch, a
   correction of the lead's details, a merge (`rescore_leads`);
-- after the events in `RESCORING_EVENTS` reach task_lifecycle (`handle_lead_changed`, lifecycle_reactions);
+- after the events in `RESCORING_EVENTS` reach task_lifecycle (`handle_lead_changed`, leadcrm.wiring);
 - after the model changes: the `rescore_leads` job walks each organization whose newest model is not yet
   applied, in id order and in batches, remembering where it stopped (`scoring_models.rescore_after_lead_id`).
 
@@ -53,7 +53,7 @@ logger = logging.getLogger(__name__)
 RESCORE_BATCH = 500
 # Events (by type) whose lead is rescored when task_lifecycle receives them: a new lead, a returning one
 # (its empty contact fields were filled), a reply (the `replied` signal; conversations own that event and its
-# handler, and its payload names the lead). lifecycle_reactions runs this beside the event's own handler.
+# handler, and its payload names the lead). leadcrm.wiring runs this beside the event's own handler.
 RESCORING_EVENTS = frozenset({"lead.created", "lead.returned", "conversation.inbound_received"})
 RESCORE_BUDGET_SECONDS = 20.0
 

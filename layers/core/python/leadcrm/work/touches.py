@@ -32,11 +32,12 @@ from leadcrm.conversations import consent
 from leadcrm.directory.rules import Actor
 from leadcrm.leads.activity import record_activity
 from leadcrm.leads.intake import LEAD_COLUMNS
+from leadcrm.leads.messages import ScoringInputsChanged
 from leadcrm.leads.moves import LeadUpdate, update_lead
 from leadcrm.leads.tables import leads
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
-from leadcrm.qualification import scoring
+from leadcrm.platform.messagebus import handle
 from leadcrm.work import follow_ups
 from leadcrm.work.rules.call_outcomes import CallOutcome, OutcomeRefused, TouchChannel, is_human_contact, plan_outcome
 from leadcrm.work.rules.follow_ups import FollowUp, TouchFollowUpAction, plan_touch_follow_up
@@ -113,8 +114,9 @@ def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -
         actor.user_id,
     )
     # A touch is an engagement input of the lead's score (qualification.scoring): recomputed in this unit of work.
-    rescored = scoring.rescore_leads(conn, actor.organization_id, [lead_id])
-    return TouchResult(applied=applied, lead={**lead, **rescored.get(lead_id, {})})
+    for rescored in handle(conn, ScoringInputsChanged(actor.organization_id, (lead_id,))):
+        lead = {**lead, **rescored.get(lead_id, {})}
+    return TouchResult(applied=applied, lead=lead)
 
 
 def _stamp(conn: Any, actor: Actor, lead_id: uuid.UUID, touch: Touch, human: bool) -> dict[str, Any]:

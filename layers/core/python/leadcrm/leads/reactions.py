@@ -1,6 +1,7 @@
-"""Reactions to events delivered from the bus (at least once, in any order).
+"""What the leads capability does when an event arrives from the bus (at least once, in any order): the
+`lead_created` timeline entry, and the platform's minisite events a public capture is checked against.
 
-Two shapes arrive. Our own events (source `leadcrm`) carry the outbox envelope as `detail`: eventId, type,
+Two shapes arrive (see leadcrm.wiring, which routes them). Our own events (source `leadcrm`) carry the outbox envelope as `detail`: eventId, type,
 organizationId, aggregateId, payload. Platform events (source `platform.*`, e.g. minisite events) carry
 the platform's own detail, with no eventId/payload wrapper: each handler reads the shape of its type.
 """
@@ -14,38 +15,16 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Text, Uuid, cast, func, literal, null, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.analytics import attribution
-from leadcrm.deals import owner_departure
 from leadcrm.directory.tables import organizations
-from leadcrm.leads import conversion, returning
-from leadcrm.leads.rules.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
 from leadcrm.leads.tables import lead_activity_events, leads, minisite_events
-from leadcrm.platform.events import LEAD_CREATED, LEAD_STATUS_CHANGED
 from leadcrm.platform.ids import parse_uuid, uuid7
-from leadcrm.qualification import scoring
-from leadcrm.work import follow_ups
-from leadcrm.work import task_closing as lead_task_closing
 
 logger = logging.getLogger(__name__)
 
 LEAD_CREATED_ACTIVITY = "lead_created"
 
 
-def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> bool:
-    """Apply one event; True when it changed something. Unknown types are acknowledged and ignored."""
-    handler = _HANDLERS.get(detail_type)
-    # Events about a lead whose scoring inputs changed also rescore it (qualification.scoring), beside their handler.
-    rescores = detail_type in scoring.RESCORING_EVENTS
-    if handler is None and not rescores:
-        logger.info("ignoring event type", extra={"detailType": detail_type})
-        return False
-    changed = handler(conn, detail) if handler is not None else False
-    if rescores:
-        changed = scoring.handle_lead_changed(conn, detail) or changed
-    return changed
-
-
-def _record_lead_created(conn: Connection, detail: dict[str, Any]) -> bool:
+def record_lead_created(conn: Connection, detail: dict[str, Any]) -> bool:
     """Write `lead_created` on the lead's timeline once per event id, however often it is delivered."""
     organization_id = uuid.UUID(detail["organizationId"])
     lead_id = uuid.UUID(detail["payload"]["leadId"])
@@ -117,24 +96,9 @@ def _upsert_minisite_event(conn: Connection, detail: dict[str, Any], *, archive:
     return written is not None
 
 
-def _minisite_event_published(conn: Connection, detail: dict[str, Any]) -> bool:
+def minisite_event_published(conn: Connection, detail: dict[str, Any]) -> bool:
     return _upsert_minisite_event(conn, detail, archive=False)
 
 
-def _minisite_event_archived(conn: Connection, detail: dict[str, Any]) -> bool:
+def minisite_event_archived(conn: Connection, detail: dict[str, Any]) -> bool:
     return _upsert_minisite_event(conn, detail, archive=True)
-
-
-_HANDLERS = {
-    LEAD_CREATED: _record_lead_created,
-    MINISITE_EVENT_PUBLISHED: _minisite_event_published,
-    MINISITE_EVENT_UPDATED: _minisite_event_published,
-    MINISITE_EVENT_ARCHIVED: _minisite_event_archived,
-    conversion.MEMBERSHIP_SELF_SIGNUP: conversion.handle_membership_self_signup,
-    conversion.ENTITLEMENT_ACTIVATED: conversion.handle_entitlement_activated,
-    MEMBERSHIP_JOIN_RELEASED: returning.handle_join_released,
-    LEAD_STATUS_CHANGED: lead_task_closing.handle_lead_status_changed,
-    LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
-    attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,
-    owner_departure.MEMBERSHIP_STATUS_CHANGED: owner_departure.handle_membership_status_changed,
-}

@@ -1,0 +1,30 @@
+"""What the work capability does when leads change: in the same unit of work (platform.messagebus) the
+auto-task of a new lead and the deletion of an erased lead's tasks; from the bus, the task closing of a status
+change (work.task_closing) and the return call of a returning lead (work.follow_ups)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Connection, delete
+
+from leadcrm.leads.messages import ErasingAnswer, LeadCreated, LeadErasing
+from leadcrm.work.auto_tasks import create_contact_task
+from leadcrm.work.rules.follow_ups import intake_seed_values
+from leadcrm.work.tables import tasks
+
+
+def contact_task_for_new_lead(conn: Connection, message: LeadCreated) -> dict[str, Any] | None:
+    """The new lead's contact task (spec G1 step 7); the lead's seed follow-up written with it, or None."""
+    lead = message.lead
+    if create_contact_task(conn, message.organization_id, lead["id"], message.contact_task_title):
+        return intake_seed_values(lead)
+    return None
+
+
+def delete_tasks_of_erased_lead(conn: Connection, message: LeadErasing) -> ErasingAnswer:
+    """Spec "Erasing a lead deletes its linked tasks": hard-deleted, since a task's title carries the name."""
+    deleted = conn.execute(
+        delete(tasks).where(tasks.c.organization_id == message.organization_id, tasks.c.linked_lead_id == message.lead_id)
+    ).rowcount
+    return ErasingAnswer(tasks_deleted=deleted)
