@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from leadcrm.analytics.reports import lead_analytics
-from leadcrm.analytics.rules import Period
+from leadcrm.analytics.rules.reports import Period
 from leadcrm.platform.db.engine import get_engine
 from tests.support.analytics_helpers import get_analytics, history_lead
 from tests.support.attention_helpers import set_timezone

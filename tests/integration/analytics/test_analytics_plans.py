@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from leadcrm.analytics.attribution import build_journeys_query
 from leadcrm.analytics.reports import build_analytics_query, build_funnel_query, build_response_times_query
-from leadcrm.analytics.rules import DEFAULT_ATTRIBUTION_WINDOW, Period, period_of
+from leadcrm.analytics.rules.reports import DEFAULT_ATTRIBUTION_WINDOW, Period, period_of
 from leadcrm.platform.db.engine import get_engine
 from tests.support.database import engine_for
 from tests.support.factories import make_organization

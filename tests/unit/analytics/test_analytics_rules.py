@@ -1,4 +1,4 @@
-"""Rules of the analytics figures (leadcrm.analytics.rules): conversion rate, periods and months in the
+"""Rules of the analytics figures (leadcrm.analytics.rules.reports): conversion rate, periods and months in the
 organization's timezone (across daylight-saving changes), the funnel, the attribution window."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from leadcrm.analytics.rules import (
+from leadcrm.analytics.rules.reports import (
     DEFAULT_ATTRIBUTION_WINDOW,
     FunnelStep,
     attribution_window,

@@ -10,16 +10,18 @@ from fractions import Fraction
 
 import pytest
 
-from leadcrm.leads.rules.touches import (
-    DIRECT_UNKNOWN,
+from leadcrm.analytics.rules.attribution import (
     Journey,
-    TouchKind,
     TouchPoint,
-    Utm,
-    acquisition_channel,
     credit_by_campaign,
     customer_acquisition_cost,
     prorated_spend,
+)
+from leadcrm.leads.rules.touches import (
+    DIRECT_UNKNOWN,
+    TouchKind,
+    Utm,
+    acquisition_channel,
     touch_kind,
     utm_from_received,
 )

@@ -1,29 +1,23 @@
 """Attribution: the touch log, the audited correction of a lead's acquisition, campaign spend, and the
 per-campaign report (customers, CAC, first-touch / last-touch / linear credit). Rules: leads.rules.touches.
 
-Where touches come from:
-- the lead's creation (`leads.intake._insert_lead`): its first touch, in the same statement as the lead;
-- every later receipt on an existing lead (`leads.intake.record_receipt`: a resubmitted form, a reopen,
-  an ad or a WhatsApp referral of a known person);
-- `conversation.inbound_received` (task_lifecycle): a message from a lead, once per event id.
+Where touches come from: intake writes them (leads.touches), and `conversation.inbound_received`
+(task_lifecycle) adds one for a message from a lead, once per event id.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import (
-    CTE,
     CompoundSelect,
     Connection,
     DateTime,
-    Insert,
     Integer,
     Text,
     Uuid,
@@ -31,7 +25,6 @@ from sqlalchemy import (
     cast,
     delete,
     func,
-    insert,
     literal,
     literal_column,
     null,
@@ -45,7 +38,14 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.analytics.reports import real_leads
-from leadcrm.analytics.rules import WON_STATUSES, Period
+from leadcrm.analytics.rules.attribution import (
+    Journey,
+    TouchPoint,
+    credit_by_campaign,
+    customer_acquisition_cost,
+    prorated_spend,
+)
+from leadcrm.analytics.rules.reports import WON_STATUSES, Period
 from leadcrm.analytics.tables import campaign_spend
 from leadcrm.directory.rules import Actor
 from leadcrm.leads.activity import record_activity
@@ -53,16 +53,7 @@ from leadcrm.leads.campaigns import require_attachable_campaign
 from leadcrm.leads.rules.touches import (
     DIRECT_UNKNOWN,
     DIRECT_UNKNOWN_LABEL,
-    Journey,
     TouchKind,
-    TouchPoint,
-    Utm,
-    acquisition_channel,
-    credit_by_campaign,
-    customer_acquisition_cost,
-    prorated_spend,
-    touch_kind,
-    utm_from_received,
 )
 from leadcrm.leads.tables import lead_campaigns, lead_status_events, lead_touches, leads
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound, Unprocessable
@@ -73,7 +64,6 @@ logger = logging.getLogger(__name__)
 
 ATTRIBUTION_CORRECTED = "attribution_corrected"
 TOUCH_LOG_LIMIT = 200
-IMPORT_SOURCE = "import"  # the source a CSV import gives its leads (ingestion.csv_import)
 # A customer's path counts at most this many later touches (its oldest) besides the first.
 MAX_PATH_TOUCHES = 500
 
@@ -93,90 +83,15 @@ TOUCH_COLUMNS = (
 )
 
 
-def _utm_values(utm: Utm) -> dict[str, str | None]:
-    return {
-        "utm_source": utm.source,
-        "utm_medium": utm.medium,
-        "utm_campaign": utm.campaign,
-        "utm_term": utm.term,
-        "utm_content": utm.content,
-    }
 
 
 # -- touches from intake -----------------------------------------------------------------------------------
 
 
-def first_touch_insert(
-    new_lead: CTE,
-    *,
-    source: str,
-    campaign_id: uuid.UUID | None,
-    entry_channel: str,
-    received: Mapping[str, Any],
-    receipt_id: uuid.UUID,
-) -> Insert:
-    """The lead's first touch, as a data-modifying CTE of the statement that inserts the lead (`new_lead`):
-    its acquisition channel, campaign and the UTM parameters the entry point received, at its creation."""
-    utm = utm_from_received(received)
-    values = {
-        "id": literal(uuid7(), Uuid),
-        "organization_id": new_lead.c.organization_id,
-        "lead_id": new_lead.c.id,
-        "kind": literal(touch_kind(entry_channel, utm).value, Text),
-        "channel": literal(acquisition_channel(source, campaign_id, utm), Text),
-        "is_first": true(),
-        "occurred_at": new_lead.c.created_at,
-        "campaign_id": new_lead.c.campaign_id,
-        **{name: literal(value, Text) for name, value in _utm_values(utm).items()},
-        "detail": literal({"receiptId": str(receipt_id)}, JSONB),
-    }
-    return insert(lead_touches).from_select(list(values), select(*values.values()))
 
 
-def imported_first_touches(organization_id: uuid.UUID, rows: Any) -> Insert:
-    """The first touches of leads a CSV import wrote in bulk (the import skips `intake_lead` on purpose):
-    `rows` has each lead's `id`, `touch_id` and `receipt_id`. An import says nothing of where its people came
-    from, so they are Direct / Unknown until staff correct them. One statement whatever the size; at the
-    leads' creation time (the same transaction's now())."""
-    utm = Utm()
-    channel = acquisition_channel(IMPORT_SOURCE, None, utm)
-    values = {
-        "id": rows.c.touch_id,
-        "organization_id": literal(organization_id, Uuid),
-        "lead_id": rows.c.id,
-        "kind": literal(TouchKind.IMPORT.value, Text),
-        "channel": literal(channel, Text),
-        "is_first": true(),
-        "occurred_at": func.now(),
-        "detail": func.jsonb_build_object("receiptId", cast(rows.c.receipt_id, Text)),
-    }
-    return insert(lead_touches).from_select(list(values), select(*values.values()))
 
 
-def append_receipt_touch(
-    conn: Connection,
-    organization_id: uuid.UUID,
-    lead_id: uuid.UUID,
-    entry_channel: str,
-    received: Mapping[str, Any],
-    *,
-    campaign_id: uuid.UUID | None,
-    receipt_id: uuid.UUID,
-) -> None:
-    """A later touch: an entry point received something for a lead that already exists."""
-    utm = utm_from_received(received)
-    conn.execute(
-        pg_insert(lead_touches).values(
-            id=uuid7(),
-            organization_id=organization_id,
-            lead_id=lead_id,
-            kind=touch_kind(entry_channel, utm).value,
-            channel=utm.source.lower() if utm.source else entry_channel,
-            campaign_id=campaign_id,
-            detail={"receiptId": str(receipt_id)},
-            **_utm_values(utm),
-        )
-    )
 
 
 def handle_inbound_received(conn: Connection, detail: dict[str, Any]) -> bool:

@@ -31,7 +31,7 @@ from sqlalchemy import (
     text,
 )
 
-from leadcrm.analytics.rules import (
+from leadcrm.analytics.rules.reports import (
     FUNNEL_RANK,
     WON_STATUSES,
     FunnelRow,

@@ -28,7 +28,6 @@ from sqlalchemy import Connection, Integer, Text, Uuid, func, insert, literal, s
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.analytics.attribution import imported_first_touches
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import organizations
 from leadcrm.ingestion.rules.csv_import import (
@@ -45,6 +44,7 @@ from leadcrm.ingestion.tables import lead_import_jobs, lead_import_rows
 from leadcrm.leads.dedup import CANDIDATE_LIMIT
 from leadcrm.leads.rules.intake import dedup_lock_keys, normalized_email
 from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
+from leadcrm.leads.touches import imported_first_touches
 from leadcrm.pipelines.stages import default_new_stage
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
 from leadcrm.platform.db.recordsets import recordset

@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy import Connection, Uuid, insert, literal, null, select
 from sqlalchemy.dialects.postgresql import JSONB
 
-from leadcrm.analytics.attribution import append_receipt_touch, first_touch_insert
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.leads.activity import record_activity
@@ -26,6 +25,7 @@ from leadcrm.leads.messages import LeadCreated
 from leadcrm.leads.rules.intake import MatchResolution, contact_task_title, resolve_match
 from leadcrm.leads.rules.returning import ReturnTouch, ReturnVia
 from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
+from leadcrm.leads.touches import append_receipt_touch, first_touch_insert
 from leadcrm.pipelines.stages import StagePlacement, default_new_stage
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import Conflict

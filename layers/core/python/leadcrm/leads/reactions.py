@@ -1,8 +1,9 @@
 """What the leads capability does when an event arrives from the bus (at least once, in any order): the
 `lead_created` timeline entry, and the platform's minisite events a public capture is checked against.
 
-Two shapes arrive (see leadcrm.wiring, which routes them). Our own events (source `leadcrm`) carry the outbox envelope as `detail`: eventId, type,
-organizationId, aggregateId, payload. Platform events (source `platform.*`, e.g. minisite events) carry
+Two shapes arrive (leadcrm.wiring routes them). Our own events (source `leadcrm`) carry the outbox envelope
+as `detail`: eventId, type, organizationId, aggregateId, payload. Platform events (source `platform.*`, e.g.
+minisite events) carry
 the platform's own detail, with no eventId/payload wrapper: each handler reads the shape of its type.
 """
 

@@ -1,1 +1,3 @@
-"""What every capability shares: configuration, ids, errors, the engine and unit of work, the outbox, idempotency, keyset cursors, migrations and the AWS adapters. Imports no capability."""
+"""What every capability shares: configuration, ids, errors, the engine and unit of work, the outbox, idempotency,
+keyset cursors, migrations and the AWS adapters. Imports no capability.
+"""

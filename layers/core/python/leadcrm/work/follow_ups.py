@@ -325,7 +325,8 @@ def clear_follow_up(conn: Connection, actor: Actor, lead_id: uuid.UUID) -> bool:
 def apply_touch(
     conn: Connection, actor: Actor, state: LeadFollowUpState, plan: TouchFollowUpPlan, new: FollowUp | None
 ) -> None:
-    """A touch's effect on the pair, under the lead's lock (`state`): see `work.rules.follow_ups.plan_touch_follow_up`."""
+    """A touch's effect on the pair, under the lead's lock (`state`): see
+    `work.rules.follow_ups.plan_touch_follow_up`."""
     if not plan.changes_anything:
         return
     task = lock_open_contact_task(conn, state.organization_id, state.lead_id)
@@ -414,7 +415,8 @@ def with_intake_seed(task_insert: Insert, organization_id: uuid.UUID) -> Executa
     """The intake auto-task's INSERT (RETURNING its linked_lead_id) wrapped so that the same statement writes
     the new lead's seed follow-up: a call due at the lead's created_at, which the task (due tomorrow) stands
     for. The seed is written exactly when the task is (no owner: neither), in one round trip; the statement
-    returns a row when both were written. The caller shows the new lead with `work.rules.follow_ups.intake_seed_values`."""
+    returns a row when both were written. The caller shows the new lead with
+    `work.rules.follow_ups.intake_seed_values`."""
     task = task_insert.cte("intake_task")
     return (
         update(leads)

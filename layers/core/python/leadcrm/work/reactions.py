@@ -25,6 +25,8 @@ def contact_task_for_new_lead(conn: Connection, message: LeadCreated) -> dict[st
 def delete_tasks_of_erased_lead(conn: Connection, message: LeadErasing) -> ErasingAnswer:
     """Spec "Erasing a lead deletes its linked tasks": hard-deleted, since a task's title carries the name."""
     deleted = conn.execute(
-        delete(tasks).where(tasks.c.organization_id == message.organization_id, tasks.c.linked_lead_id == message.lead_id)
+        delete(tasks).where(
+            tasks.c.organization_id == message.organization_id, tasks.c.linked_lead_id == message.lead_id
+        )
     ).rowcount
     return ErasingAnswer(tasks_deleted=deleted)

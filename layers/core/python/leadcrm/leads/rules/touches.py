@@ -20,12 +20,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import date, datetime
-from decimal import ROUND_HALF_UP, Decimal
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
-from fractions import Fraction
 from typing import Any
 
 DIRECT_UNKNOWN = "direct_unknown"
@@ -121,74 +118,17 @@ def acquisition_channel(source: str, campaign_id: uuid.UUID | None, utm: Utm) ->
 # -- credit --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class TouchPoint:
-    occurred_at: datetime
-    campaign_id: uuid.UUID | None
 
 
-@dataclass(frozen=True)
-class Journey:
-    """A customer's touches: the first (its acquisition) and the later ones, and when it won."""
-
-    first: TouchPoint
-    won_at: datetime
-    later: Sequence[TouchPoint] = ()
-
-    def path(self) -> list[TouchPoint]:
-        """The touches that led to the win, oldest first: the first touch and the later ones up to the win (a
-        touch after the win did not help win it). Ordered by time, the first touch ahead on a tie: a touch
-        logged later but dated earlier (a late event) is not the last touch."""
-        later = [t for t in self.later if t.occurred_at <= self.won_at]
-        return sorted([self.first, *later], key=lambda t: t.occurred_at)
 
 
-@dataclass
-class Credit:
-    first_touch: Fraction = field(default_factory=Fraction)
-    last_touch: Fraction = field(default_factory=Fraction)
-    linear: Fraction = field(default_factory=Fraction)
 
 
-def credit_by_campaign(journeys: Sequence[Journey]) -> dict[uuid.UUID | None, Credit]:
-    """Each customer gives one unit of credit per model: to the first touch's campaign, to the last
-    touch's, and split evenly over every touch of its path. Exact fractions: each model sums to the
-    number of customers. Key None: no campaign."""
-    credits: dict[uuid.UUID | None, Credit] = {}
-
-    def of(campaign_id: uuid.UUID | None) -> Credit:
-        return credits.setdefault(campaign_id, Credit())
-
-    for journey in journeys:
-        path = journey.path()
-        of(journey.first.campaign_id).first_touch += 1
-        of(path[-1].campaign_id).last_touch += 1
-        share = Fraction(1, len(path))
-        for touch in path:
-            of(touch.campaign_id).linear += share
-    return credits
 
 
 # -- spend and CAC -------------------------------------------------------------------------------------------
 
-CENT = Decimal("0.01")
 
 
-def prorated_spend(
-    amount: Decimal, period_start: date, period_end: date, range_start: date | None, range_end: date | None
-) -> Decimal:
-    """The part of a spend entry (days period_start..period_end, both included) that falls in a range of
-    days (both included; None: unbounded), in proportion to the days, to the cent."""
-    start = max(period_start, range_start) if range_start else period_start
-    end = min(period_end, range_end) if range_end else period_end
-    if end < start:
-        return Decimal("0.00")
-    days = (period_end - period_start).days + 1
-    return (amount * ((end - start).days + 1) / days).quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def customer_acquisition_cost(spend: Decimal, customers: int) -> Decimal | None:
-    """Spend per customer acquired, to the cent; None when nobody was acquired (no CAC to speak of)."""
-    if customers <= 0:
-        return None
-    return (spend / customers).quantize(CENT, rounding=ROUND_HALF_UP)
