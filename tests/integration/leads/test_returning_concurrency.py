@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from leadcrm.leads.capture import PublicSubmission, capture_lead
-from leadcrm.leads.returning import handle_join_released, return_lead
+from leadcrm.leads.released_joins import handle_join_released
+from leadcrm.leads.returning import return_lead
 from leadcrm.leads.rules.returning import JOIN_RELEASED_NOTE, ReturnKind, ReturnTouch, ReturnVia
 from leadcrm.platform.db.uow import UnitOfWork
 from tests.support.capture_helpers import activities_of, receipts_of

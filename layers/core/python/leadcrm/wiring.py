@@ -24,7 +24,7 @@ from leadcrm.conversations.bulk_email import run_bulk_email
 from leadcrm.deals import owner_departure
 from leadcrm.deals import reactions as deals_reactions
 from leadcrm.deals.rotting import run_rotting_sweep
-from leadcrm.leads import conversion, returning
+from leadcrm.leads import conversion, released_joins
 from leadcrm.leads import reactions as leads_reactions
 from leadcrm.leads.messages import LeadBecameMember, LeadCreated, LeadErasing, ScoringInputsChanged
 from leadcrm.leads.rate_limits import delete_expired_counters
@@ -61,7 +61,7 @@ EVENT_REACTIONS: dict[str, EventReaction] = {
     leads_reactions.MINISITE_EVENT_ARCHIVED: leads_reactions.minisite_event_archived,
     conversion.MEMBERSHIP_SELF_SIGNUP: conversion.handle_membership_self_signup,
     conversion.ENTITLEMENT_ACTIVATED: conversion.handle_entitlement_activated,
-    MEMBERSHIP_JOIN_RELEASED: returning.handle_join_released,
+    MEMBERSHIP_JOIN_RELEASED: released_joins.handle_join_released,
     LEAD_STATUS_CHANGED: task_closing.handle_lead_status_changed,
     LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
     attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,

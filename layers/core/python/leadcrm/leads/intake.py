@@ -22,9 +22,10 @@ from leadcrm.leads.activity import record_activity
 from leadcrm.leads.campaigns import require_attachable_campaign
 from leadcrm.leads.dedup import ExistingLead, find_same_person, lock_person
 from leadcrm.leads.messages import LeadCreated
+from leadcrm.leads.returning import return_lead
 from leadcrm.leads.rules.intake import MatchResolution, contact_task_title, resolve_match
 from leadcrm.leads.rules.returning import ReturnTouch, ReturnVia
-from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
+from leadcrm.leads.tables import LEAD_COLUMNS, lead_receipts, lead_status_events, leads
 from leadcrm.leads.touches import append_receipt_touch, first_touch_insert
 from leadcrm.pipelines.stages import StagePlacement, default_new_stage
 from leadcrm.platform.db.uow import UnitOfWork
@@ -36,40 +37,6 @@ from leadcrm.platform.messagebus import handle
 STAFF_CHANNEL = "staff"
 OWNER_CHANGED_ACTIVITY = "owner_changed"
 
-LEAD_COLUMNS = (
-    leads.c.id,
-    leads.c.organization_id,
-    leads.c.name,
-    leads.c.email,
-    leads.c.phone,
-    leads.c.locale,
-    leads.c.note,
-    leads.c.lost_reason,
-    leads.c.source,
-    leads.c.status,
-    leads.c.pipeline_id,
-    leads.c.stage_id,
-    leads.c.campaign_id,
-    leads.c.assigned_to_user_id,
-    leads.c.is_test,
-    leads.c.archived_at,
-    leads.c.trial_date,
-    leads.c.next_action_at,
-    leads.c.next_action_type,
-    leads.c.next_action_note,
-    leads.c.returned_at,
-    leads.c.returned_from_status,
-    leads.c.returned_via,
-    leads.c.return_count,
-    leads.c.last_contacted_at,
-    leads.c.first_human_response_at,
-    leads.c.score,
-    leads.c.score_model_version,
-    leads.c.qualification_state,
-    leads.c.status_changed_at,
-    leads.c.created_at,
-    leads.c.updated_at,
-)
 
 
 @dataclass(frozen=True)
@@ -227,8 +194,6 @@ def _reopen_returning(
     )
     if resolution is MatchResolution.DUPLICATE or via is None:
         return None
-    # Imported here: leads.returning builds on lead_moves, which builds on this module.
-    from leadcrm.leads.returning import return_lead
 
     outcome = return_lead(
         uow,

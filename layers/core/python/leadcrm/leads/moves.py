@@ -30,7 +30,6 @@ from sqlalchemy.dialects.postgresql import ARRAY
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.leads.activity import record_activities
-from leadcrm.leads.intake import LEAD_COLUMNS
 from leadcrm.leads.messages import ScoringInputsChanged
 from leadcrm.leads.rules.moves import (
     LeadPosition,
@@ -42,7 +41,7 @@ from leadcrm.leads.rules.moves import (
     plan_stage_move,
     requested_status_needs_move,
 )
-from leadcrm.leads.tables import lead_status_events, leads
+from leadcrm.leads.tables import LEAD_COLUMNS, lead_status_events, leads
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, first_active_stage, resolve_stage
 from leadcrm.platform.db.uow import UnitOfWork

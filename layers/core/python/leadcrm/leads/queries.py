@@ -34,7 +34,6 @@ from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 from leadcrm.conversations.tables import conversation_messages, conversations
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import users
-from leadcrm.leads.intake import LEAD_COLUMNS
 from leadcrm.leads.moves import id_list
 from leadcrm.leads.rules.listing import (
     ArchivedFilter,
@@ -45,6 +44,7 @@ from leadcrm.leads.rules.listing import (
     SortOrder,
 )
 from leadcrm.leads.tables import (
+    LEAD_COLUMNS,
     lead_activity_events,
     lead_pipeline_placements,
     lead_status_events,

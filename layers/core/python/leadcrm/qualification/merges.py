@@ -70,6 +70,7 @@ from leadcrm.leads.tables import (
     lead_touches,
     leads,
 )
+from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.schema import all_tables
 from leadcrm.platform.db.uow import UnitOfWork
@@ -828,7 +829,6 @@ def purge_expired_snapshots(batch: int = 1000) -> dict[str, int]:
     """The `merge_snapshot_purge` job: once a merge can no longer be undone, its snapshot (the merged lead's
     details) has no use left and is dropped. The tombstone, the moved ids and the record of who merged stay.
     A batch per statement until none is left."""
-    from leadcrm.platform.db.engine import get_engine
 
     purged = 0
     while True:

@@ -39,6 +39,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.directory.rules import Actor
+from leadcrm.directory.tables import organizations
 from leadcrm.leads.moves import id_list
 from leadcrm.leads.tables import lead_activity_events, leads
 from leadcrm.platform.db.engine import get_engine
@@ -125,7 +126,6 @@ def create_model(
 ) -> dict[str, Any]:
     """The organization's next model version; the rescore job applies it to every lead. Versions are
     numbered under the organization's row lock (FOR NO KEY UPDATE: it lets foreign key checks through)."""
-    from leadcrm.directory.tables import organizations
 
     conn.execute(
         select(organizations.c.id).where(organizations.c.id == actor.organization_id).with_for_update(key_share=True)

@@ -18,6 +18,7 @@ from sqlalchemy import Connection, Date, Executable, cast, func, insert, literal
 from leadcrm.directory.rules import MembershipStatus, Role
 from leadcrm.directory.tables import memberships, organizations
 from leadcrm.platform.ids import uuid7
+from leadcrm.work.follow_ups import with_intake_seed
 from leadcrm.work.tables import tasks
 
 logger = logging.getLogger(__name__)
@@ -65,8 +66,6 @@ def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: 
         .order_by(memberships.c.created_at, memberships.c.id)
         .limit(1)
     )
-    # Imported here: the follow-up service imports the leads service, which imports this module.
-    from leadcrm.work.follow_ups import with_intake_seed
 
     task_insert = (
         insert(tasks)

@@ -29,12 +29,13 @@ from typing import Any
 
 from sqlalchemy import Connection, Executable, Insert, and_, func, insert, or_, select, update
 
-from leadcrm.directory.rules import Actor
+from leadcrm.directory.rules import Actor, system_actor
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.activity import record_activity
 from leadcrm.leads.moves import lock_lead
 from leadcrm.leads.rules.intake import MAX_TASK_TITLE_LENGTH
 from leadcrm.leads.tables import leads
+from leadcrm.pipelines.rules.statuses import StageCategory, is_open
 from leadcrm.platform.errors import NotFound
 from leadcrm.platform.ids import parse_uuid, uuid7
 from leadcrm.work.rules.follow_ups import (
@@ -439,9 +440,6 @@ def sync_return_call(conn: Connection, detail: dict[str, Any]) -> bool:
     """`lead.returned` consumer (spec: "The follow-up task is synced after commit"): the return call gets its
     task, due today org-local, for the lead's owner; idempotent (a redelivery finds the task in place). A lead
     whose follow-up moved on since, or that is no longer open, is left alone. True when it wrote."""
-    from leadcrm.directory.rules import system_actor
-    from leadcrm.pipelines.rules.statuses import StageCategory, is_open
-
     organization_id = parse_uuid(str(detail.get("organizationId", "")))
     lead_id = parse_uuid(str((detail.get("payload") or {}).get("leadId") or detail.get("aggregateId") or ""))
     if organization_id is None or lead_id is None:

@@ -31,10 +31,9 @@ from sqlalchemy import case, func, literal, select, update
 from leadcrm.conversations import consent
 from leadcrm.directory.rules import Actor
 from leadcrm.leads.activity import record_activity
-from leadcrm.leads.intake import LEAD_COLUMNS
 from leadcrm.leads.messages import ScoringInputsChanged
 from leadcrm.leads.moves import LeadUpdate, update_lead
-from leadcrm.leads.tables import leads
+from leadcrm.leads.tables import LEAD_COLUMNS, leads
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.messagebus import handle
