@@ -21,8 +21,9 @@ install: $(BIN)/.installed
 dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
 
-test: install  ## lint, synth (cdk-nag) + cfn-lint, then unit, integration (PostgreSQL + moto), CDK template and e2e tests
+test: install  ## lint (ruff + import contracts), synth (cdk-nag) + cfn-lint, then every kind of test
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python infra/app.py
 	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out/LeadCrmStack.template.json
 	$(BIN)/python -m pytest -q
@@ -44,8 +45,9 @@ test-e2e: install
 test-reliability: install
 	$(BIN)/python -m pytest -q tests/reliability
 
-lint: install
+lint: install  ## ruff, and the architecture's import contracts (pyproject [tool.importlinter])
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 openapi: install  ## writes openapi.json from the API's routes
 	$(BIN)/python -c "import json, api.handler as h; json.dump(h.openapi_schema(), open('openapi.json', 'w'), indent=2)"
