@@ -34,7 +34,7 @@ from leadcrm.leads.rules.listing import (
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import NotFound
-from leadcrm.qualification.merges import survivor_of
+from leadcrm.qualification.queries import survivor_of
 
 router = APIGatewayHttpRouter()
 

@@ -24,8 +24,8 @@ from api.qualification.schemas_qualification import (
 from api.schemas import Envelope
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.qualification import merge_undo, pseudonymize, queries
 from leadcrm.qualification import merges as service
-from leadcrm.qualification import pseudonymize
 
 router = APIGatewayHttpRouter()
 
@@ -69,7 +69,7 @@ def merge(orgId: str, leadId: str, body: Annotated[MergeBody, Body()]) -> Envelo
 def suggestions(orgId: str, leadId: str) -> Envelope[MergeSuggestion]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        found = service.merge_suggestions(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
+        found = queries.merge_suggestions(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
     return Envelope[MergeSuggestion](data=MergeSuggestion.model_validate(found))
 
 
@@ -77,7 +77,7 @@ def suggestions(orgId: str, leadId: str) -> Envelope[MergeSuggestion]:
 def lead_merges(orgId: str, leadId: str) -> Envelope[list[Merge]]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        rows = service.merges_of(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
+        rows = queries.merges_of(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
     return Envelope[list[Merge]](data=[Merge.model_validate(r) for r in rows])
 
 
@@ -85,7 +85,7 @@ def lead_merges(orgId: str, leadId: str) -> Envelope[list[Merge]]:
 def read_merge(orgId: str, mergeId: str) -> Envelope[Merge]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        row = service.get_merge(uow.connection, actor.organization_id, entity_id(mergeId, "MERGE_NOT_FOUND"))
+        row = queries.get_merge(uow.connection, actor.organization_id, entity_id(mergeId, "MERGE_NOT_FOUND"))
     return Envelope[Merge](data=Merge.model_validate(row))
 
 
@@ -101,7 +101,7 @@ def read_merge(orgId: str, mergeId: str) -> Envelope[Merge]:
 def undo(orgId: str, mergeId: str) -> Envelope[UndoDone]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        done = service.undo_merge(uow, actor, entity_id(mergeId, "MERGE_NOT_FOUND"))
+        done = merge_undo.undo_merge(uow, actor, entity_id(mergeId, "MERGE_NOT_FOUND"))
         uow.commit()
     return Envelope[UndoDone](
         data=UndoDone(

@@ -2,7 +2,7 @@
 
 Tables other areas add with a foreign key to leads (messages, attributions, touches, deals, tickets, …) are
 moved by the generic merge move when it can apply; when it cannot (no primary key or organization_id, or a
-unique index over the lead column), the table needs an entry in qualification.merges.SPECIAL_POLICIES, and these
+unique index over the lead column), the table needs an entry in qualification.merge_policies.SPECIAL_POLICIES, and these
 tests fail until it has one. The same for personal data: a referencing table with text or JSON columns needs
 a decision in qualification.pseudonymize.TABLE_POLICIES.
 """
@@ -13,7 +13,7 @@ from sqlalchemy import JSON, Column, ForeignKey, Index, MetaData, String, Table,
 from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.leads.tables import leads
-from leadcrm.qualification.merges import (
+from leadcrm.qualification.merge_policies import (
     SPECIAL_POLICIES,
     LeadReference,
     generic_move_blocker,
@@ -26,7 +26,7 @@ from tests.support.erase_helpers import foreign_keys_to_leads
 
 def test_every_reference_to_leads_is_moved_by_the_generic_move_or_a_named_policy():
     undecided = {r.key: generic_move_blocker(r) for r in lead_references() if policy_for(r) is None}
-    assert undecided == {}, "add a policy to qualification.merges.SPECIAL_POLICIES for these tables"
+    assert undecided == {}, "add a policy to qualification.merge_policies.SPECIAL_POLICIES for these tables"
 
 
 def test_every_special_policy_names_a_table_that_references_leads():

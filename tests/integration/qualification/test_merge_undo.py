@@ -19,7 +19,7 @@ from leadcrm.leads.tables import (
 )
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.ids import uuid7
-from leadcrm.qualification.merges import purge_expired_snapshots
+from leadcrm.qualification.jobs import purge_expired_snapshots
 from leadcrm.qualification.tables import lead_merges
 from tests.support.api import call_api, leads_path
 from tests.support.concurrency import run_together

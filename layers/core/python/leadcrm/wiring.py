@@ -34,7 +34,7 @@ from leadcrm.platform.events import LEAD_CREATED, LEAD_STATUS_CHANGED
 from leadcrm.platform.outbox import relay_unpublished
 from leadcrm.qualification import reactions as qualification_reactions
 from leadcrm.qualification import scoring
-from leadcrm.qualification.merges import purge_expired_snapshots
+from leadcrm.qualification.jobs import purge_expired_snapshots
 from leadcrm.qualification.qualification import run_nurture_reevaluation
 from leadcrm.tickets.sweep import run_ticket_sweep
 from leadcrm.work import follow_ups, task_closing

@@ -58,7 +58,8 @@ from leadcrm.leads.tables import (
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import AppError, Conflict
 from leadcrm.platform.events import DomainEvent
-from leadcrm.qualification.merges import lead_references, merged_lead_ids
+from leadcrm.qualification.merge_policies import lead_references
+from leadcrm.qualification.queries import merged_lead_ids
 from leadcrm.qualification.tables import lead_enrichments, lead_merges
 from leadcrm.tickets.tables import tickets
 from leadcrm.work.tables import tasks

@@ -34,7 +34,7 @@ from leadcrm.platform.errors import BadRequest, Conflict, NotFound
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.ids import uuid7
 from leadcrm.qualification import scoring
-from leadcrm.qualification.merges import has_unresolved_duplicates
+from leadcrm.qualification.queries import has_unresolved_duplicates
 from leadcrm.qualification.rules.qualification import (
     DEFAULT_NURTURE_DAYS,
     Criterion,

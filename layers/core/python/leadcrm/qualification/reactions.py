@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from leadcrm.leads.messages import ErasingAnswer, LeadErasing, ScoringInputsChanged
-from leadcrm.qualification.merges import merged_lead_ids
+from leadcrm.qualification.queries import merged_lead_ids
 from leadcrm.qualification.scoring import rescore_leads
 
 
