@@ -77,11 +77,11 @@ def in_uow(function: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 def new_ticket(org_id: uuid.UUID, at: datetime, **fields: Any) -> dict[str, Any]:
-    from leadcrm.tickets import tickets as service
+    from leadcrm.tickets import creation
     from leadcrm.tickets.rules.routing import Channel
 
     values = {"subject": "Cannot book a class", "description": "", "channel": Channel.PHONE, **fields}
-    return in_uow(service.create_ticket, org_id, service.NewTicket(**values), now=at)
+    return in_uow(creation.create_ticket, org_id, creation.NewTicket(**values), now=at)
 
 
 def ticket_row(ticket_id: Any) -> dict[str, Any]:

@@ -62,6 +62,7 @@ from leadcrm.platform.errors import BadRequest, Forbidden
 from leadcrm.platform.ids import parse_uuid
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
 from leadcrm.tickets import config as ticket_config
+from leadcrm.tickets import creation, requester_actions, staff_actions
 from leadcrm.tickets import queries as ticket_queries
 from leadcrm.tickets import reports as ticket_reports
 from leadcrm.tickets import surveys as ticket_surveys
@@ -153,7 +154,7 @@ def create(
         if actor.is_staff:
             if body.lead_id is None and body.membership_id is None:
                 raise BadRequest("Name the lead or the member who asks.", code="TICKET_REQUESTER_REQUIRED")
-            new = service.NewTicket(
+            new = creation.NewTicket(
                 subject=body.subject,
                 description=body.description,
                 channel=body.channel,
@@ -166,7 +167,7 @@ def create(
             # A member asks for themselves, through the portal, whatever the body says about others.
             if body.lead_id is not None or (body.membership_id not in (None, actor.membership_id)):
                 raise Forbidden("A member opens tickets for themselves only.", code="STAFF_ONLY")
-            new = service.NewTicket(
+            new = creation.NewTicket(
                 subject=body.subject,
                 description=body.description,
                 channel=Channel.PORTAL,
@@ -181,7 +182,7 @@ def create(
             201,
             lambda: TicketEnvelope(
                 data=Ticket.from_row(
-                    service.create_ticket(uow, actor.organization_id, new, actor_user_id=actor.user_id)
+                    creation.create_ticket(uow, actor.organization_id, new, actor_user_id=actor.user_id)
                 )
             ),
         )
@@ -222,7 +223,7 @@ def _staff_action(orgId: str, action: Callable[[UnitOfWork, Actor], dict[str, An
 def assign(orgId: str, ticketId: str, body: Annotated[AssignBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
         orgId,
-        lambda uow, actor: service.assign(
+        lambda uow, actor: staff_actions.assign(
             uow, actor, _ticket_id(ticketId), assignee_user_id=body.assignee_user_id, queue_id=body.queue_id
         ),
     )
@@ -236,7 +237,7 @@ def assign(orgId: str, ticketId: str, body: Annotated[AssignBody, Body()]) -> Re
 )
 def respond(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
-        orgId, lambda uow, actor: service.respond(uow, actor, _ticket_id(ticketId), message=body.message)
+        orgId, lambda uow, actor: staff_actions.respond(uow, actor, _ticket_id(ticketId), message=body.message)
     )
 
 
@@ -248,7 +249,7 @@ def respond(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]) -> 
 )
 def request_info(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
-        orgId, lambda uow, actor: service.request_info(uow, actor, _ticket_id(ticketId), message=body.message)
+        orgId, lambda uow, actor: staff_actions.request_info(uow, actor, _ticket_id(ticketId), message=body.message)
     )
 
 
@@ -261,7 +262,7 @@ def request_info(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]
 def customer_reply(orgId: str, ticketId: str, body: Annotated[CustomerReplyBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
         orgId,
-        lambda uow, actor: service.customer_reply(
+        lambda uow, actor: requester_actions.customer_reply(
             uow,
             actor.organization_id,
             _ticket_id(ticketId),
@@ -280,7 +281,7 @@ def customer_reply(orgId: str, ticketId: str, body: Annotated[CustomerReplyBody,
 )
 def resolve(orgId: str, ticketId: str, body: Annotated[ResolveBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
-        orgId, lambda uow, actor: service.resolve(uow, actor, _ticket_id(ticketId), resolution=body.resolution)
+        orgId, lambda uow, actor: staff_actions.resolve(uow, actor, _ticket_id(ticketId), resolution=body.resolution)
     )
 
 
@@ -293,7 +294,7 @@ def resolve(orgId: str, ticketId: str, body: Annotated[ResolveBody, Body()]) -> 
 def confirm(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
     return _staff_action(
         orgId,
-        lambda uow, actor: service.confirm(
+        lambda uow, actor: requester_actions.confirm(
             uow, actor.organization_id, _ticket_id(ticketId), actor_user_id=actor.user_id
         ),
     )
@@ -308,7 +309,7 @@ def confirm(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
 def reopen(orgId: str, ticketId: str, body: Annotated[ReopenBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
         orgId,
-        lambda uow, actor: service.reopen(
+        lambda uow, actor: requester_actions.reopen(
             uow, actor.organization_id, _ticket_id(ticketId), reason=body.reason, actor_user_id=actor.user_id
         ),
     )
@@ -321,7 +322,7 @@ def reopen(orgId: str, ticketId: str, body: Annotated[ReopenBody, Body()]) -> Re
     responses={**TRANSITION, 403: {"description": "TICKET_HIGHER_TIER_ONLY"}},
 )
 def take_ownership(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
-    return _staff_action(orgId, lambda uow, actor: service.take_ownership(uow, actor, _ticket_id(ticketId)))
+    return _staff_action(orgId, lambda uow, actor: staff_actions.take_ownership(uow, actor, _ticket_id(ticketId)))
 
 
 # -- settings, queues, rules -------------------------------------------------------------------------------------

@@ -321,16 +321,16 @@ def test_tickets_opened_at_the_same_moment_get_distinct_numbers(owner, lead, pri
     from datetime import UTC, datetime
 
     from leadcrm.platform.db.uow import UnitOfWork
-    from leadcrm.tickets import tickets as service
+    from leadcrm.tickets import creation
     from leadcrm.tickets.rules.routing import Channel
     from tests.support.concurrency import run_together
 
     def open_one() -> int:
         with UnitOfWork(engine=private_engine, publisher=lambda events: None) as uow:
-            new = service.NewTicket(
+            new = creation.NewTicket(
                 subject="Same time", description="", channel=Channel.PHONE, lead_id=uuid.UUID(lead["id"])
             )
-            number = service.create_ticket(uow, owner.org_id, new, now=datetime.now(UTC))["number"]
+            number = creation.create_ticket(uow, owner.org_id, new, now=datetime.now(UTC))["number"]
             uow.commit()
         return number
 

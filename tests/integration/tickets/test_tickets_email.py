@@ -11,8 +11,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from leadcrm.platform.db.engine import get_engine
+from leadcrm.tickets import creation, staff_actions
 from leadcrm.tickets import email as tickets_email
-from leadcrm.tickets import tickets as service
 from leadcrm.tickets.config import settings_view
 from leadcrm.tickets.email import EmailOutcome, open_or_update_ticket_from_email
 from tests.support.factories import make_caller
@@ -61,13 +61,13 @@ def _mail(
 
 def _to_in_progress(owner, ticket_id, at):
     actor = actor_of(owner)
-    in_uow(service.assign, actor, ticket_id, assignee_user_id=owner.user.id, queue_id=None, now=at)
-    in_uow(service.respond, actor, ticket_id, now=at)
+    in_uow(staff_actions.assign, actor, ticket_id, assignee_user_id=owner.user.id, queue_id=None, now=at)
+    in_uow(staff_actions.respond, actor, ticket_id, now=at)
 
 
 def _resolved_with_mail_sent(owner, ticket_id, at, provider_id="0102018c-aaaa-000000"):
     _to_in_progress(owner, ticket_id, at)
-    in_uow(service.resolve, actor_of(owner), ticket_id, resolution="Renewed", now=at)
+    in_uow(staff_actions.resolve, actor_of(owner), ticket_id, resolution="Renewed", now=at)
     [mail] = ticket_mail_rows(ticket_id)
     from sqlalchemy import update
 
@@ -131,7 +131,7 @@ def test_the_same_message_delivered_twice_changes_nothing(owner):
 def test_a_reply_while_awaiting_the_customer_resumes_the_clock(owner):
     ticket_id = _mail(owner).ticket_id
     _to_in_progress(owner, ticket_id, MONDAY + timedelta(hours=1))
-    in_uow(service.request_info, actor_of(owner), ticket_id, now=MONDAY + timedelta(hours=2))
+    in_uow(staff_actions.request_info, actor_of(owner), ticket_id, now=MONDAY + timedelta(hours=2))
     assert ticket_row(ticket_id)["sla_running_since"] is None
     reply = _mail(
         owner,
@@ -230,13 +230,13 @@ def test_a_conversation_id_is_kept_on_the_ticket_without_a_foreign_key_yet(owner
 def test_a_malformed_in_reply_to_never_matches_a_mail_that_was_not_sent(owner):
     lead = create_lead(owner, "Dana Cohen", email="dana@example.com")
     ticket = in_uow(
-        service.create_ticket,
+        creation.create_ticket,
         owner.org_id,
-        service.NewTicket(subject="x", description="", channel=service.Channel.PHONE, lead_id=uuid.UUID(lead["id"])),
+        creation.NewTicket(subject="x", description="", channel=creation.Channel.PHONE, lead_id=uuid.UUID(lead["id"])),
         now=MONDAY,
     )
     _to_in_progress(owner, ticket["id"], MONDAY)
-    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="x", now=MONDAY)  # mail pending, no SES id
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="x", now=MONDAY)  # mail pending, no SES id
     result = _mail(
         owner, sender="other@example.com", subject="hello", in_reply_to="not-a-message-id", message_id="<m9@x>"
     )

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from leadcrm.tickets import tickets as service
+from leadcrm.tickets import staff_actions
 from tests.support.database import count_statements
 from tests.support.factories import make_caller
 from tests.support.lead_moves_helpers import create_lead
@@ -39,10 +39,10 @@ def owner():
 def _worked(owner, lead, agent, queue_id, *, respond_after: float, resolve_after: float | None = None):
     ticket = new_ticket(owner.org_id, MONDAY, lead_id=lead["id"])
     actor = actor_of(owner)
-    in_uow(service.assign, actor, ticket["id"], assignee_user_id=agent.user.id, queue_id=queue_id, now=MONDAY)
-    in_uow(service.respond, actor, ticket["id"], now=MONDAY + timedelta(hours=respond_after))
+    in_uow(staff_actions.assign, actor, ticket["id"], assignee_user_id=agent.user.id, queue_id=queue_id, now=MONDAY)
+    in_uow(staff_actions.respond, actor, ticket["id"], now=MONDAY + timedelta(hours=respond_after))
     if resolve_after is not None:
-        in_uow(service.resolve, actor, ticket["id"], resolution="x", now=MONDAY + timedelta(hours=resolve_after))
+        in_uow(staff_actions.resolve, actor, ticket["id"], resolution="x", now=MONDAY + timedelta(hours=resolve_after))
     return ticket
 
 

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from leadcrm.tickets import tickets as service
+from leadcrm.tickets import requester_actions, staff_actions
 from leadcrm.tickets.rules.routing import Priority
 from tests.support.factories import make_caller
 from tests.support.lead_moves_helpers import create_lead
@@ -57,8 +57,8 @@ def lead(owner):
 
 def _assign_and_respond(owner, ticket_id, at):
     actor = actor_of(owner)
-    in_uow(service.assign, actor, ticket_id, assignee_user_id=owner.user.id, queue_id=None, now=at)
-    return in_uow(service.respond, actor, ticket_id, now=at)
+    in_uow(staff_actions.assign, actor, ticket_id, assignee_user_id=owner.user.id, queue_id=None, now=at)
+    return in_uow(staff_actions.respond, actor, ticket_id, now=at)
 
 
 def test_targets_come_from_the_priority_and_run_on_business_hours(owner, lead):
@@ -84,7 +84,7 @@ def test_time_awaiting_the_customer_does_not_count_against_resolution(owner, lea
     actor = actor_of(owner)
     ticket = new_ticket(owner.org_id, london("2026-03-02T09:00"), lead_id=lead["id"])
     _assign_and_respond(owner, ticket["id"], london("2026-03-02T10:00"))
-    paused = in_uow(service.request_info, actor, ticket["id"], now=london("2026-03-02T11:00"))
+    paused = in_uow(staff_actions.request_info, actor, ticket["id"], now=london("2026-03-02T11:00"))
     assert (paused["resolution_elapsed_seconds"], paused["sla_running_since"], paused["resolution_due_at"]) == (
         2 * 3600,
         None,
@@ -92,7 +92,7 @@ def test_time_awaiting_the_customer_does_not_count_against_resolution(owner, lea
     )
     # The customer answers on Wednesday 10:00: the six business hours left run to 16:00.
     resumed = in_uow(
-        service.customer_reply,
+        requester_actions.customer_reply,
         owner.org_id,
         ticket["id"],
         message="Tuesday yoga",
@@ -107,7 +107,7 @@ def test_resolving_records_the_business_time_used_and_pauses_the_clock_by_defaul
     actor = actor_of(owner)
     ticket = new_ticket(owner.org_id, london("2026-03-06T16:00"), lead_id=lead["id"])
     _assign_and_respond(owner, ticket["id"], london("2026-03-06T16:30"))
-    resolved = in_uow(service.resolve, actor, ticket["id"], resolution="Fixed", now=london("2026-03-10T10:00"))
+    resolved = in_uow(staff_actions.resolve, actor, ticket["id"], resolution="Fixed", now=london("2026-03-10T10:00"))
     assert resolved["resolution_seconds"] == 2 * 3600  # Friday 16–17, (holiday Monday), Tuesday 9–10
     assert resolved["first_response_seconds"] == 30 * 60
     assert (resolved["sla_running_since"], resolved["resolution_due_at"]) == (None, None)
@@ -117,24 +117,28 @@ def test_a_policy_that_keeps_resolved_running_keeps_the_due_time(owner, lead):
     configure(owner.org_id, resolved_pauses_timer=False)
     ticket = new_ticket(owner.org_id, london("2026-03-02T09:00"), lead_id=lead["id"])
     _assign_and_respond(owner, ticket["id"], london("2026-03-02T10:00"))
-    resolved = in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="x", now=london("2026-03-02T12:00"))
+    resolved = in_uow(
+        staff_actions.resolve, actor_of(owner), ticket["id"], resolution="x", now=london("2026-03-02T12:00")
+    )
     assert resolved["resolution_due_at"] == london("2026-03-02T17:00")
 
 
 def test_closing_stops_the_clock(owner, lead):
     ticket = new_ticket(owner.org_id, london("2026-03-02T09:00"), lead_id=lead["id"])
     _assign_and_respond(owner, ticket["id"], london("2026-03-02T10:00"))
-    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="x", now=london("2026-03-02T12:00"))
-    closed = in_uow(service.confirm, owner.org_id, ticket["id"], actor_user_id=None, now=london("2026-03-02T13:00"))
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="x", now=london("2026-03-02T12:00"))
+    closed = in_uow(
+        requester_actions.confirm, owner.org_id, ticket["id"], actor_user_id=None, now=london("2026-03-02T13:00")
+    )
     assert (closed["status"], closed["sla_running_since"], closed["resolution_due_at"]) == ("closed", None, None)
 
 
 def test_a_reopened_ticket_runs_a_fresh_resolution_target_from_the_reopen_time(owner, lead):
     ticket = new_ticket(owner.org_id, london("2026-03-02T09:00"), lead_id=lead["id"])
     _assign_and_respond(owner, ticket["id"], london("2026-03-02T10:00"))
-    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="x", now=london("2026-03-02T16:00"))
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="x", now=london("2026-03-02T16:00"))
     reopened = in_uow(
-        service.reopen,
+        requester_actions.reopen,
         owner.org_id,
         ticket["id"],
         reason="Still broken",

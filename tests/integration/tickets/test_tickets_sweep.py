@@ -11,7 +11,7 @@ from zoneinfo import ZoneInfo
 import boto3
 import pytest
 
-from leadcrm.tickets import tickets as service
+from leadcrm.tickets import requester_actions, staff_actions
 from leadcrm.tickets.sweep import run_ticket_sweep
 from tests.support.api import call_api
 from tests.support.factories import make_caller
@@ -69,7 +69,7 @@ def lead(owner):
 def _assigned(owner, lead, agent) -> dict:
     ticket = new_ticket(owner.org_id, CREATED, lead_id=lead["id"])
     return in_uow(
-        service.assign, actor_of(owner), ticket["id"], assignee_user_id=agent.user.id, queue_id=None, now=CREATED
+        staff_actions.assign, actor_of(owner), ticket["id"], assignee_user_id=agent.user.id, queue_id=None, now=CREATED
     )
 
 
@@ -118,7 +118,12 @@ def test_after_a_handover_the_new_agent_inherits_the_breach_and_the_clock_never_
     ticket = _assigned(owner, lead, coach)
     _sweep(at(1.7))  # escalated while the first agent held it
     in_uow(
-        service.assign, actor_of(owner), ticket["id"], assignee_user_id=night_shift.user.id, queue_id=None, now=at(1.8)
+        staff_actions.assign,
+        actor_of(owner),
+        ticket["id"],
+        assignee_user_id=night_shift.user.id,
+        queue_id=None,
+        now=at(1.8),
     )
     row = ticket_row(ticket["id"])
     assert (row["status"], row["first_response_due_at"]) == ("escalated", at(2))  # escalation continues
@@ -130,10 +135,10 @@ def test_after_a_handover_the_new_agent_inherits_the_breach_and_the_clock_never_
 def test_a_running_resolution_clock_past_due_is_a_breach_and_a_paused_one_is_not(owner, coach, lead):
     actor = actor_of(owner)
     running = _assigned(owner, lead, coach)
-    in_uow(service.respond, actor, running["id"], now=at(0.5))
+    in_uow(staff_actions.respond, actor, running["id"], now=at(0.5))
     paused = _assigned(owner, lead, coach)
-    in_uow(service.respond, actor, paused["id"], now=at(0.5))
-    in_uow(service.request_info, actor, paused["id"], now=at(1))
+    in_uow(staff_actions.respond, actor, paused["id"], now=at(0.5))
+    in_uow(staff_actions.request_info, actor, paused["id"], now=at(1))
     _sweep(at(8.5))  # Monday 17:30: the running ticket's 8 business hours ended at 17:00
     assert ticket_row(running["id"])["resolution_breached_at"] == at(8)
     assert ticket_row(paused["id"])["resolution_breached_at"] is None
@@ -141,8 +146,8 @@ def test_a_running_resolution_clock_past_due_is_a_breach_and_a_paused_one_is_not
 
 def test_a_resolved_ticket_nobody_answers_is_closed_after_the_window_with_a_survey(owner, coach, lead, verified_sender):
     ticket = _assigned(owner, lead, coach)
-    in_uow(service.respond, actor_of(owner), ticket["id"], now=at(0.5))
-    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="Renewed", now=at(1))
+    in_uow(staff_actions.respond, actor_of(owner), ticket["id"], now=at(0.5))
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="Renewed", now=at(1))
     _sweep(at(48))
     assert ticket_row(ticket["id"])["status"] == "resolved"
     _sweep(at(49.5))
@@ -159,8 +164,8 @@ def test_a_resolved_ticket_nobody_answers_is_closed_after_the_window_with_a_surv
 
 def test_ticket_mails_go_through_ses_with_the_support_address_to_reply_to(owner, coach, lead, verified_sender):
     ticket = _assigned(owner, lead, coach)
-    in_uow(service.respond, actor_of(owner), ticket["id"], now=at(0.5))
-    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="We renewed it.", now=at(1))
+    in_uow(staff_actions.respond, actor_of(owner), ticket["id"], now=at(0.5))
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="We renewed it.", now=at(1))
     sent: list[dict] = []
 
     def send(to, subject, text, *, reply_to):
@@ -180,8 +185,8 @@ def test_ticket_mails_go_through_ses_with_the_support_address_to_reply_to(owner,
 
 def test_a_mail_ses_refuses_is_recorded_as_failed_and_not_retried(owner, coach, lead):
     ticket = _assigned(owner, lead, coach)
-    in_uow(service.respond, actor_of(owner), ticket["id"], now=at(0.5))
-    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="x", now=at(1))
+    in_uow(staff_actions.respond, actor_of(owner), ticket["id"], now=at(0.5))
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="x", now=at(1))
     run_ticket_sweep(at(1.1))  # no verified identity in moto: SES refuses
     [row] = ticket_mail_rows(ticket["id"])
     assert row["status"] == "failed" and "MessageRejected" in row["error"]
@@ -193,18 +198,20 @@ def test_a_mail_ses_refuses_is_recorded_as_failed_and_not_retried(owner, coach, 
 def test_a_ticket_without_an_address_records_the_mail_as_skipped(owner, coach):
     lead = create_lead(owner, "No Mail", phone="050-1234567")
     ticket = new_ticket(owner.org_id, CREATED, lead_id=lead["id"])
-    in_uow(service.assign, actor_of(owner), ticket["id"], assignee_user_id=coach.user.id, queue_id=None, now=CREATED)
-    in_uow(service.respond, actor_of(owner), ticket["id"], now=at(0.5))
-    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="x", now=at(1))
+    in_uow(
+        staff_actions.assign, actor_of(owner), ticket["id"], assignee_user_id=coach.user.id, queue_id=None, now=CREATED
+    )
+    in_uow(staff_actions.respond, actor_of(owner), ticket["id"], now=at(0.5))
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="x", now=at(1))
     [row] = ticket_mail_rows(ticket["id"])
     assert (row["status"], row["error"]) == ("skipped", "no address to write to")
 
 
 def test_the_survey_link_is_answered_once_and_the_answer_stored(owner, coach, lead):
     ticket = _assigned(owner, lead, coach)
-    in_uow(service.respond, actor_of(owner), ticket["id"], now=at(0.5))
-    in_uow(service.resolve, actor_of(owner), ticket["id"], resolution="x", now=at(1))
-    in_uow(service.confirm, owner.org_id, ticket["id"], actor_user_id=None, now=at(2))
+    in_uow(staff_actions.respond, actor_of(owner), ticket["id"], now=at(0.5))
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="x", now=at(1))
+    in_uow(requester_actions.confirm, owner.org_id, ticket["id"], actor_user_id=None, now=at(2))
     texts: list[str] = []
     run_ticket_sweep(at(2.1), send=lambda to, subject, text, *, reply_to: texts.append(text) or "id")
     [survey_text] = [t for t in texts if owner.organization.name in t and "How satisfied" in t]

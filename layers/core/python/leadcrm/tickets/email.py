@@ -26,6 +26,7 @@ from sqlalchemy import Connection, func, select
 
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.tickets import config as ticket_config
+from leadcrm.tickets import creation, requester_actions, staff_actions
 from leadcrm.tickets import tickets as ticket_service
 from leadcrm.tickets.rules.mail import (
     ReplyMeaning,
@@ -160,10 +161,10 @@ def open_or_update_ticket_from_email(
         if status is not TicketStatus.CLOSED:
             return _update(uow, ticket, status, text, received_at, email)
         previous = ticket["id"]
-    created = ticket_service.create_ticket(
+    created = creation.create_ticket(
         uow,
         organization_id,
-        ticket_service.NewTicket(
+        creation.NewTicket(
             subject=subject,
             description=text or "",
             channel=Channel.EMAIL,
@@ -174,7 +175,7 @@ def open_or_update_ticket_from_email(
         ),
         now=received_at,
     )
-    ticket_service.log_message(conn, created, direction="inbound", body=text or "", now=received_at, **email)
+    staff_actions.log_message(conn, created, direction="inbound", body=text or "", now=received_at, **email)
     return EmailResult(EmailOutcome.FOLLOW_UP if previous else EmailOutcome.CREATED, created["id"])
 
 
@@ -183,15 +184,15 @@ def _update(
 ) -> EmailResult:
     organization_id, ticket_id = ticket["organization_id"], ticket["id"]
     if status is TicketStatus.RESOLVED:
-        ticket_service.log_message(uow.connection, ticket, direction="inbound", body=text or "", now=at, **email)
+        staff_actions.log_message(uow.connection, ticket, direction="inbound", body=text or "", now=at, **email)
         if reply_meaning(text) is ReplyMeaning.CONFIRMED:
-            ticket_service.confirm(uow, organization_id, ticket_id, actor_user_id=None, now=at, ticket=ticket)
+            requester_actions.confirm(uow, organization_id, ticket_id, actor_user_id=None, now=at, ticket=ticket)
             return EmailResult(EmailOutcome.CONFIRMED, ticket_id)
-        ticket_service.reopen(
+        requester_actions.reopen(
             uow, organization_id, ticket_id, reason=reopen_reason(text), actor_user_id=None, now=at, ticket=ticket
         )
         return EmailResult(EmailOutcome.REOPENED, ticket_id)
-    ticket_service.customer_reply(
+    requester_actions.customer_reply(
         uow, organization_id, ticket_id, message=text or "", actor_user_id=None, now=at, channel="email", **email
     )
     return EmailResult(

@@ -84,7 +84,7 @@ def _outbox(uow: UnitOfWork, event_type: str, row: Any, payload: dict[str, Any])
     )
 
 
-def _id(value: uuid.UUID | None) -> str | None:
+def id_text(value: uuid.UUID | None) -> str | None:
     return str(value) if value is not None else None
 
 
@@ -112,8 +112,8 @@ def _escalate(uow: UnitOfWork, now: datetime) -> int:
                 "occurred_at": now,
                 "payload": {
                     "trigger": Trigger.ESCALATE.value,
-                    "accountableUserId": _id(r.assignee_user_id),
-                    "queueId": _id(r.queue_id),
+                    "accountableUserId": id_text(r.assignee_user_id),
+                    "queueId": id_text(r.queue_id),
                 },
             }
             for r in rows
@@ -174,14 +174,14 @@ def _breaches(uow: UnitOfWork, now: datetime) -> int:
                 "payload": {
                     "target": target,
                     "dueAt": r.due_at.isoformat(),
-                    "accountableUserId": _id(r.assignee_user_id),
+                    "accountableUserId": id_text(r.assignee_user_id),
                 },
             }
             for target, r in found
         ],
     )
     for target, r in found:
-        _outbox(uow, TICKET_SLA_BREACHED, r, {"target": target, "assigneeUserId": _id(r.assignee_user_id)})
+        _outbox(uow, TICKET_SLA_BREACHED, r, {"target": target, "assigneeUserId": id_text(r.assignee_user_id)})
     return len(found)
 
 
