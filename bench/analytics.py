@@ -29,7 +29,7 @@ from sqlalchemy.pool import NullPool
 
 from bench.measure import time_calls
 from leadcrm.analytics import reports as analytics
-from leadcrm.analytics.attribution import attribution_report, build_journeys_query
+from leadcrm.analytics.attribution_report import attribution_report, build_journeys_query
 from leadcrm.analytics.rules.reports import DEFAULT_ATTRIBUTION_WINDOW, Period, month_start, period_of
 from leadcrm.directory.rules import Actor
 from leadcrm.platform.db.uow import UnitOfWork

@@ -32,7 +32,7 @@ from api.analytics.schemas_analytics import (
 from api.http import caller
 from api.schemas import Envelope
 from leadcrm.analytics import reports as analytics
-from leadcrm.analytics.attribution import attribution_report
+from leadcrm.analytics.attribution_report import attribution_report
 from leadcrm.analytics.rules.reports import MAX_ATTRIBUTION_WINDOW_DAYS, Period, attribution_window, period_of
 from leadcrm.directory.access import require_staff
 from leadcrm.directory.rules import Actor

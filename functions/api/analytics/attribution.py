@@ -22,7 +22,7 @@ from api.analytics.schemas_analytics import (
 )
 from api.http import caller, entity_id, json_response
 from api.schemas import Envelope, ListEnvelope
-from leadcrm.analytics import attribution
+from leadcrm.analytics import attribution, spend
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.platform.db.uow import UnitOfWork
 
@@ -77,7 +77,7 @@ def correct(orgId: str, leadId: str, body: Annotated[CorrectAttributionBody, Bod
 def spend_index(orgId: str, campaignId: str) -> ListEnvelope[SpendOut]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
-        rows = attribution.list_spend(
+        rows = spend.list_spend(
             uow.connection, actor.organization_id, entity_id(campaignId, "CAMPAIGN_NOT_FOUND")
         )
     return ListEnvelope[SpendOut](data=[SpendOut.model_validate(r) for r in rows], next_cursor=None)
@@ -87,11 +87,11 @@ def spend_index(orgId: str, campaignId: str) -> ListEnvelope[SpendOut]:
 def spend_create(orgId: str, campaignId: str, body: Annotated[SpendBody, Body()]) -> Response[Envelope[SpendOut]]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
-        row = attribution.add_spend(
+        row = spend.add_spend(
             uow.connection,
             actor,
             entity_id(campaignId, "CAMPAIGN_NOT_FOUND"),
-            attribution.SpendEntry(
+            spend.SpendEntry(
                 period_start=body.period_start,
                 period_end=body.period_end,
                 amount=body.amount,
@@ -109,7 +109,7 @@ def spend_change(
 ) -> Envelope[SpendOut]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
-        row = attribution.change_spend(
+        row = spend.change_spend(
             uow.connection,
             actor,
             entity_id(campaignId, "CAMPAIGN_NOT_FOUND"),
@@ -124,7 +124,7 @@ def spend_change(
 def spend_remove(orgId: str, campaignId: str, spendId: str) -> Response[None]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
-        attribution.remove_spend(
+        spend.remove_spend(
             uow.connection, actor, entity_id(campaignId, "CAMPAIGN_NOT_FOUND"), entity_id(spendId, "SPEND_NOT_FOUND")
         )
         uow.commit()

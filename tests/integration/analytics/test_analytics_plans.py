@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from leadcrm.analytics.attribution import build_journeys_query
+from leadcrm.analytics.attribution_report import build_journeys_query
 from leadcrm.analytics.reports import build_analytics_query, build_funnel_query, build_response_times_query
 from leadcrm.analytics.rules.reports import DEFAULT_ATTRIBUTION_WINDOW, Period, period_of
 from leadcrm.platform.db.engine import get_engine
