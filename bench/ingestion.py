@@ -230,7 +230,8 @@ def _count_leads(organization_id: uuid.UUID) -> int:
 
 def bench_csv(rows: int) -> dict[str, Any]:
     from ingestion.handler import lambda_handler
-    from leadcrm.ingestion.csv_import import create_import, get_import, start_import
+    from leadcrm.ingestion.csv_import import create_import, start_import
+    from leadcrm.ingestion.queries import get_import
     from leadcrm.platform.adapters.aws import client
     from leadcrm.platform.db.uow import UnitOfWork
 

@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
-from leadcrm.ingestion.csv_import import run_import
+from leadcrm.ingestion.csv_import_runner import run_import
 from leadcrm.ingestion.rules.meta import fetched_lead_from_payload, whatsapp_messages
 from leadcrm.ingestion.webhook_leads import DROPPED, Ingested, ingest_meta_lead, ingest_whatsapp_message
 from leadcrm.platform.adapters.ingestion_queue import forward_to_graph_fetch

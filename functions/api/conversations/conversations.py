@@ -29,6 +29,7 @@ from api.conversations.schemas_conversations import (
 from api.http import caller, entity_id, json_response
 from api.idempotent import REPLAYED_HEADER
 from api.schemas import Envelope, ListEnvelope
+from leadcrm.conversations import queries, sending
 from leadcrm.conversations import threads as service
 from leadcrm.conversations.rules.messages import MAX_CURSOR_LENGTH, Channel, ConversationStatus, decode_keyset_cursor
 from leadcrm.directory.access import require_staff
@@ -98,7 +99,7 @@ def open_conversation(
         row, created = service.open_thread(
             uow.connection, actor, body.channel, lead_id=body.lead_id, membership_id=body.membership_id
         )
-        thread = service.get_thread(uow.connection, actor.organization_id, row["id"])
+        thread = queries.get_thread(uow.connection, actor.organization_id, row["id"])
         uow.commit()
     return json_response(201 if created else 200, Envelope[ConversationWithMessage](data=_with_message(thread, None)))
 
@@ -117,10 +118,10 @@ def inbox(
     unread: Annotated[bool, Query()] = False,
     leadId: Annotated[uuid.UUID | None, Query()] = None,
     channel: Annotated[Channel | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE_SIZE)] = service.DEFAULT_PAGE_SIZE,
+    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE_SIZE)] = queries.DEFAULT_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> ListEnvelope[Conversation]:
-    filters = service.InboxFilters(
+    filters = queries.InboxFilters(
         status=status,
         assigned_to_me=assignedTo is AssignedFilter.ME,
         unassigned=assignedTo is AssignedFilter.UNASSIGNED,
@@ -132,7 +133,7 @@ def inbox(
     )
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        page = service.list_inbox(uow.connection, actor, filters)
+        page = queries.list_inbox(uow.connection, actor, filters)
     return ListEnvelope[Conversation](
         data=[Conversation.model_validate(item) for item in page.items], next_cursor=page.next_cursor
     )
@@ -142,7 +143,7 @@ def inbox(
 def read_conversation(orgId: str, conversationId: str) -> Envelope[Conversation]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        thread = service.get_thread(
+        thread = queries.get_thread(
             uow.connection, actor.organization_id, entity_id(conversationId, "CONVERSATION_NOT_FOUND")
         )
     return Envelope[Conversation](data=Conversation.model_validate(thread))
@@ -171,13 +172,13 @@ def patch_conversation(
 def messages(
     orgId: str,
     conversationId: str,
-    limit: Annotated[int, Query(ge=1, le=service.MAX_PAGE_SIZE)] = service.DEFAULT_PAGE_SIZE,
+    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE_SIZE)] = queries.DEFAULT_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> ListEnvelope[Message]:
     after = decode_keyset_cursor(cursor) if cursor is not None else None
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        page = service.list_messages(
+        page = queries.list_messages(
             uow.connection, actor.organization_id, entity_id(conversationId, "CONVERSATION_NOT_FOUND"), limit, after
         )
     return ListEnvelope[Message](data=[Message.model_validate(m) for m in page.items], next_cursor=page.next_cursor)
@@ -226,7 +227,7 @@ def _send(
                 if replay.status == 0:  # claimed with its message, outcome not recorded (yet)
                     raise Conflict("A send with this Idempotency-Key is in progress.", code="SEND_IN_PROGRESS")
                 return json_response(replay.status, replay.body, REPLAYED_HEADER)
-        queued = service.queue_email(uow.connection, actor, thread_of(uow, actor), text, subject)
+        queued = sending.queue_email(uow.connection, actor, thread_of(uow, actor), text, subject)
         uow.commit()
 
     def remember(conn: Any, thread: dict[str, Any], message: dict[str, Any]) -> None:
@@ -235,7 +236,7 @@ def _send(
             stored = idempotency.StoredResponse(201, answer.model_dump(mode="json", by_alias=True))
             idempotency.remember(conn, scope, idempotency_key, stored)
 
-    thread, message = service.complete_send(actor, queued, on_recorded=remember)
+    thread, message = sending.complete_send(actor, queued, on_recorded=remember)
     return json_response(201, Envelope[ConversationWithMessage](data=_with_message(thread, message)))
 
 

@@ -26,7 +26,8 @@ from api.ingestion.schemas_ingestion import (
 )
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_staff
-from leadcrm.ingestion.csv_import import create_import, get_import, list_import_rows, list_imports, start_import
+from leadcrm.ingestion.csv_import import create_import, start_import
+from leadcrm.ingestion.queries import get_import, list_import_rows, list_imports
 from leadcrm.platform.adapters.lead_import_files import CSV_CONTENT_TYPE
 from leadcrm.platform.db.uow import UnitOfWork
 

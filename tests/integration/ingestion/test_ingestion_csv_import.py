@@ -10,7 +10,7 @@ import uuid
 import pytest
 from sqlalchemy import func, select, text, update
 
-from leadcrm.ingestion.csv_import import RunResult, run_import
+from leadcrm.ingestion.csv_import_runner import RunResult, run_import
 from leadcrm.ingestion.tables import lead_import_jobs, lead_import_rows
 from leadcrm.platform.db.engine import get_engine
 from tests.support.api import call_api

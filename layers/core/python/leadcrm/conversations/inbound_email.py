@@ -32,8 +32,9 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from leadcrm.conversations.rules.inbound_email import InboundEmail, parse_inbound
 from leadcrm.conversations.rules.messages import Channel, ConversationStatus, Direction, MessageStatus
 from leadcrm.conversations.rules.reply_addresses import AddressKind, AddressTarget, parse_reply_address
+from leadcrm.conversations.sending import mark_contacted
 from leadcrm.conversations.tables import conversation_messages, conversations
-from leadcrm.conversations.threads import find_or_create_thread, mark_contacted
+from leadcrm.conversations.threads import find_or_create_thread
 from leadcrm.directory.rules import system_actor
 from leadcrm.leads.tables import leads
 from leadcrm.platform import mail_keys
