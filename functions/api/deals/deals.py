@@ -39,6 +39,7 @@ from api.deals.schemas_deals import (
 )
 from api.http import caller, entity_id, json_response
 from api.idempotent import respond_once
+from leadcrm.deals import creation, transitions
 from leadcrm.deals import deals as service
 from leadcrm.deals import pipelines as pipelines
 from leadcrm.deals import queries as queries
@@ -221,7 +222,7 @@ def create(
     body: Annotated[CreateDealBody, Body()],
     idempotency_key: Annotated[str | None, Header(alias="idempotency-key", max_length=255)] = None,
 ) -> Response[DealEnvelope]:
-    new = service.NewDeal(
+    new = creation.NewDeal(
         title=body.title,
         offer_type=body.offer_type,
         offer_ref=body.offer_ref,
@@ -243,7 +244,7 @@ def create(
             idempotency_key,
             body,
             201,
-            lambda: _deal(service.create_deal(uow, actor, new)),
+            lambda: _deal(creation.create_deal(uow, actor, new)),
         )
 
 
@@ -277,7 +278,7 @@ def move(orgId: str, dealId: str, body: Annotated[MoveDealBody, Body()]) -> Deal
     )
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        row = service.move_deal(uow, actor, _deal_id(dealId), body.version, body.stage_id, evidence)
+        row = transitions.move_deal(uow, actor, _deal_id(dealId), body.version, body.stage_id, evidence)
         uow.commit()
     return _deal(row)
 
@@ -291,7 +292,7 @@ def move(orgId: str, dealId: str, body: Annotated[MoveDealBody, Body()]) -> Deal
 def reactivate(orgId: str, dealId: str, body: Annotated[ReactivateDealBody, Body()]) -> DealEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        row = service.reactivate_deal(uow, actor, _deal_id(dealId), body.version, body.reason)
+        row = transitions.reactivate_deal(uow, actor, _deal_id(dealId), body.version, body.reason)
         uow.commit()
     return _deal(row)
 
@@ -309,7 +310,7 @@ def reactivate(orgId: str, dealId: str, body: Annotated[ReactivateDealBody, Body
 def compensate(orgId: str, dealId: str, body: Annotated[CompensationBody, Body()]) -> Response[CompensationEnvelope]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        row = service.record_compensation(
+        row = transitions.record_compensation(
             uow, actor, _deal_id(dealId), body.amount_minor, body.reason, body.document_ref
         )
         uow.commit()

@@ -9,8 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy import select
 
-from leadcrm.deals import deals as deals_service
-from leadcrm.deals import owner_departure
+from leadcrm.deals import owner_departure, transitions
 from leadcrm.deals.rules.deals import Evidence
 from leadcrm.deals.tables import ownership_handovers
 from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, Role
@@ -312,7 +311,7 @@ def test_a_handover_and_a_move_of_the_same_deal_at_once_queue_instead_of_deadloc
 
     def move_it():
         with UnitOfWork(engine=private_engine, publisher=lambda events: None) as uow:
-            moved = deals_service.move_deal(
+            moved = transitions.move_deal(
                 uow, manager, uuid.UUID(deal["id"]), deal["version"], discovery, Evidence(activity_at=datetime.now(UTC))
             )
             uow.commit()

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.exc import DBAPIError
 
-from leadcrm.deals import deals as service
+from leadcrm.deals import transitions
 from leadcrm.deals.rules.deals import Evidence, LossReason
 from leadcrm.deals.tables import deals
 from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, Role
@@ -268,7 +268,7 @@ def test_two_staff_moving_one_deal_at_once_cannot_both_win(coach, private_engine
     def close(stage, evidence):
         def run():
             with UnitOfWork(engine=private_engine, publisher=lambda events: None) as uow:
-                result = service.move_deal(uow, actor, uuid.UUID(deal["id"]), deal["version"], stage, evidence)
+                result = transitions.move_deal(uow, actor, uuid.UUID(deal["id"]), deal["version"], stage, evidence)
                 uow.commit()
                 return result["status"]
 

@@ -21,28 +21,24 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
-from leadcrm.deals.pipelines import DealPipeline, get_deal_pipeline
+from leadcrm.deals.pipelines import DealPipeline
 from leadcrm.deals.queries import deal_not_found, read_deal
 from leadcrm.deals.rules import deals as rules
 from leadcrm.deals.rules.deals import (
     CONFLICT_REFUSALS,
     DealRefused,
     DealStatus,
-    Evidence,
     ForecastCategory,
     OfferType,
-    StageKind,
     StagePoint,
     Transition,
 )
-from leadcrm.deals.tables import deal_compensations, deal_history, deals
+from leadcrm.deals.tables import deal_history, deals
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
-from leadcrm.directory.tables import memberships
 from leadcrm.leads.activity import record_activity
-from leadcrm.leads.tables import leads
 from leadcrm.platform.db.uow import UnitOfWork
-from leadcrm.platform.errors import AppError, BadRequest, Conflict, NotFound
+from leadcrm.platform.errors import AppError, BadRequest, Conflict
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.ids import uuid7
 
@@ -149,7 +145,7 @@ def history_row(
     return row
 
 
-def _record(
+def record_history(
     uow: UnitOfWork, actor: Actor, deal: Mapping[str, Any], history: dict[str, Any], event: DomainEvent
 ) -> None:
     """The change on the deal's history, the lead's timeline and the outbox."""
@@ -204,7 +200,7 @@ def _write(conn: Connection, deal: Mapping[str, Any], values: dict[str, Any]) ->
     )
 
 
-def _stage_point(pipeline: DealPipeline, stage_id: uuid.UUID) -> StagePoint:
+def stage_point(pipeline: DealPipeline, stage_id: uuid.UUID) -> StagePoint:
     stage = pipeline.stage(stage_id)
     return StagePoint(id=stage.id, kind=stage.kind)
 
@@ -212,121 +208,10 @@ def _stage_point(pipeline: DealPipeline, stage_id: uuid.UUID) -> StagePoint:
 # -- create ----------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NewDeal:
-    title: str
-    offer_type: OfferType
-    value_minor: int
-    currency: str
-    expected_close_date: date
-    lead_id: uuid.UUID | None = None
-    membership_id: uuid.UUID | None = None
-    offer_ref: str | None = None
-    owner_user_id: uuid.UUID | None = None
-    stage_id: uuid.UUID | None = None
-    probability: int | None = None
-    forecast_category: ForecastCategory | None = None
 
 
-def create_deal(uow: UnitOfWork, actor: Actor, new: NewDeal) -> dict[str, Any]:
-    """Opens a deal on a New stage, with a lead, a member or both (a converted lead's deal links both).
-
-    404 LEAD_NOT_FOUND / MEMBERSHIP_NOT_FOUND for another organization's; 400 DEAL_PARTIES_MISMATCH when the
-    lead was converted into another membership than the one named; 400 ASSIGNEE_NOT_STAFF for an owner who
-    is not an active staff member; 400 CURRENCY_UNKNOWN; 400 DEAL_MUST_START_NEW for a stage of another kind.
-    """
-    conn = uow.connection
-    if not rules.valid_currency(new.currency):
-        raise BadRequest("currency must be an ISO 4217 code.", code="CURRENCY_UNKNOWN")
-    lead_id, membership_id = _parties(conn, actor.organization_id, new.lead_id, new.membership_id)
-    owner = new.owner_user_id or actor.user_id
-    if owner is not None:
-        require_assignable_staff(conn, actor.organization_id, owner)
-    pipeline = get_deal_pipeline(conn, actor.organization_id)
-    first_new = pipeline.first_of(StageKind.NEW)
-    assert first_new is not None  # the pipeline invariants keep one
-    stage = pipeline.stage(new.stage_id) if new.stage_id is not None else first_new
-    if stage.kind is not StageKind.NEW:
-        raise BadRequest("A deal opens on a New stage.", code="DEAL_MUST_START_NEW")
-    deal_id = uuid7()
-    row = (
-        conn.execute(
-            insert(deals)
-            .values(
-                id=deal_id,
-                organization_id=actor.organization_id,
-                pipeline_id=pipeline.id,
-                stage_id=stage.id,
-                status=DealStatus.OPEN.value,
-                title=new.title,
-                offer_type=new.offer_type.value,
-                offer_ref=new.offer_ref,
-                lead_id=lead_id,
-                membership_id=membership_id,
-                value_minor=new.value_minor,
-                currency=new.currency,
-                expected_close_date=new.expected_close_date,
-                probability=new.probability,
-                forecast_category=new.forecast_category.value if new.forecast_category else None,
-                owner_user_id=owner,
-                created_by_user_id=actor.user_id,
-            )
-            .returning(*deals.c)
-        )
-        .mappings()
-        .one()
-    )
-    history = history_row(
-        actor.user_id,
-        row,
-        HISTORY_CREATED,
-        payload={"stageId": str(stage.id), "ownerUserId": str(owner) if owner else None},
-    )
-    history.update(to_stage_id=stage.id, to_status=DealStatus.OPEN.value)
-    _record(uow, actor, row, history, deal_event(DEAL_CREATED, actor, row, stageId=str(stage.id)))
-    return read_deal(conn, actor.organization_id, deal_id)
 
 
-def _parties(
-    conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID | None, membership_id: uuid.UUID | None
-) -> tuple[uuid.UUID | None, uuid.UUID | None]:
-    """The lead and membership the deal is with. Both rows are taken FOR KEY SHARE (like the foreign-key
-    check would), so an erase or a membership removal cannot slip in between the check and the insert."""
-    if lead_id is not None:
-        lead = conn.execute(
-            select(leads.c.id, leads.c.converted_membership_id)
-            .where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
-            .with_for_update(read=True, key_share=True)
-        ).first()
-        if lead is None:
-            raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
-        if membership_id is not None and membership_id != lead.converted_membership_id:
-            raise BadRequest(
-                "The lead is not linked to that membership; name the lead alone (its member follows).",
-                code="DEAL_PARTIES_MISMATCH",
-            )
-        return lead.id, lead.converted_membership_id
-    if membership_id is None:
-        raise BadRequest("A deal is with a lead or a member: give leadId or membershipId.", code="DEAL_NEEDS_PARTY")
-    found = conn.execute(
-        select(memberships.c.id)
-        .where(
-            memberships.c.organization_id == organization_id,
-            memberships.c.id == membership_id,
-            memberships.c.deleted_at.is_(None),
-        )
-        .with_for_update(read=True, key_share=True)
-    ).first()
-    if found is None:
-        raise NotFound("Membership not found.", code="MEMBERSHIP_NOT_FOUND")
-    # A member who came in as a lead: the deal shows on that lead's timeline too (the oldest such lead).
-    converted_lead = conn.execute(
-        select(leads.c.id)
-        .where(leads.c.organization_id == organization_id, leads.c.converted_membership_id == membership_id)
-        .order_by(leads.c.created_at, leads.c.id)
-        .limit(1)
-    ).scalar_one_or_none()
-    return converted_lead, membership_id
 
 
 # -- edit ------------------------------------------------------------------------------------------------
@@ -375,7 +260,7 @@ def update_deal(uow: UnitOfWork, actor: Actor, deal_id: uuid.UUID, version: int,
         for name, value in values.items()
     }
     history = history_row(actor.user_id, deal, HISTORY_UPDATED, payload={"fields": changed})
-    _record(uow, actor, deal, history, deal_event(DEAL_UPDATED, actor, deal, fields=sorted(changed)))
+    record_history(uow, actor, deal, history, deal_event(DEAL_UPDATED, actor, deal, fields=sorted(changed)))
     return read_deal(conn, actor.organization_id, deal_id)
 
 
@@ -392,142 +277,14 @@ def _json(value: Any) -> Any:
 # -- move, reactivate --------------------------------------------------------------------------------------
 
 
-def move_deal(
-    uow: UnitOfWork, actor: Actor, deal_id: uuid.UUID, version: int, stage_id: uuid.UUID, evidence: Evidence
-) -> dict[str, Any]:
-    """A staff move along the pipeline (deals.rules.deals.plan_move); closing won seals value, currency and date."""
-    conn = uow.connection
-    deal = lock_deal(conn, actor.organization_id, deal_id, version)
-    pipeline = get_deal_pipeline(conn, actor.organization_id)
-    try:
-        transition = rules.plan_move(
-            DealStatus(deal["status"]),
-            _stage_point(pipeline, deal["stage_id"]),
-            _stage_point(pipeline, stage_id),
-            evidence,
-        )
-    except DealRefused as refused:
-        raise refusal_error(refused) from None
-    values: dict[str, Any] = {
-        "stage_id": transition.to_stage.id,
-        "status": transition.to_status.value,
-        "stage_entered_at": func.now(),
-        "last_activity_at": func.now(),
-    }
-    reason = None
-    if transition.to_status is DealStatus.WON:
-        reason = evidence.close_reason
-        values.update(closed_at=func.now(), close_reason=evidence.close_reason)
-    elif transition.to_status is DealStatus.LOST:
-        assert evidence.loss_reason is not None
-        reason = evidence.loss_reason.value
-        values.update(closed_at=func.now(), loss_reason=reason, loss_note=evidence.loss_note)
-    _write(conn, deal, values)
-    history = history_row(
-        actor.user_id, deal, HISTORY_STAGE_CHANGED, transition=transition, reason=reason, payload=_evidence(evidence)
-    )
-    if transition.seals:
-        history["payload"]["sealed"] = {"valueMinor": deal["value_minor"], "currency": deal["currency"]}
-    event = deal_event(DEAL_STAGE_CHANGED, actor, deal, **_transition_payload(transition))
-    _record(uow, actor, deal, history, event)
-    return read_deal(conn, actor.organization_id, deal_id)
 
 
-def _evidence(evidence: Evidence) -> dict[str, Any]:
-    found = {
-        "activityAt": evidence.activity_at.isoformat() if evidence.activity_at else None,
-        "activityNote": evidence.activity_note,
-        "documentRef": evidence.document_ref,
-        "quoteRef": evidence.quote_ref,
-        "lossNote": evidence.loss_note,
-    }
-    return {name: value for name, value in found.items() if value}
 
 
-def _transition_payload(transition: Transition) -> dict[str, Any]:
-    return {
-        "fromStageId": str(transition.from_stage.id),
-        "toStageId": str(transition.to_stage.id),
-        "fromStatus": transition.from_status.value,
-        "toStatus": transition.to_status.value,
-    }
 
 
-def reactivate_deal(uow: UnitOfWork, actor: Actor, deal_id: uuid.UUID, version: int, reason: str) -> dict[str, Any]:
-    """Stalled → open on the stage it stalled on; closed-lost → open on the first discovery stage (audited:
-    the history keeps the actor, the reason, the loss it undid). Closed-won: 409 DEAL_SEALED."""
-    conn = uow.connection
-    deal = lock_deal(conn, actor.organization_id, deal_id, version)
-    pipeline = get_deal_pipeline(conn, actor.organization_id)
-    discovery = pipeline.first_of(StageKind.DISCOVERY)
-    try:
-        transition = rules.plan_reactivation(
-            DealStatus(deal["status"]),
-            _stage_point(pipeline, deal["stage_id"]),
-            StagePoint(discovery.id, discovery.kind) if discovery else None,
-            reason,
-        )
-    except DealRefused as refused:
-        raise refusal_error(refused) from None
-    values: dict[str, Any] = {"status": DealStatus.OPEN.value, "stalled_at": None, "last_activity_at": func.now()}
-    payload: dict[str, Any] = {}
-    if transition.from_status is DealStatus.LOST:
-        values.update(
-            stage_id=transition.to_stage.id,
-            stage_entered_at=func.now(),
-            closed_at=None,
-            loss_reason=None,
-            loss_note=None,
-        )
-        payload = {"undidLoss": {"lossReason": deal["loss_reason"], "closedAt": deal["closed_at"].isoformat()}}
-    _write(conn, deal, values)
-    history = history_row(
-        actor.user_id, deal, HISTORY_REACTIVATED, transition=transition, reason=reason.strip(), payload=payload
-    )
-    _record(uow, actor, deal, history, deal_event(DEAL_REACTIVATED, actor, deal, **_transition_payload(transition)))
-    if transition.to_stage.id != transition.from_stage.id:
-        uow.add_event(deal_event(DEAL_STAGE_CHANGED, actor, deal, reactivated=True, **_transition_payload(transition)))
-    return read_deal(conn, actor.organization_id, deal_id)
 
 
 # -- compensation ------------------------------------------------------------------------------------------
 
 
-def record_compensation(
-    uow: UnitOfWork, actor: Actor, deal_id: uuid.UUID, amount_minor: int, reason: str, document_ref: str | None
-) -> dict[str, Any]:
-    """A correction of a closed-won deal, recorded beside it (spec: "Compensating documents created; deal
-    not reopened"): a signed amount in the deal's currency. 409 DEAL_NOT_WON for any other deal."""
-    conn = uow.connection
-    deal = lock_deal(conn, actor.organization_id, deal_id, None)
-    if deal["status"] != DealStatus.WON:
-        raise Conflict("Only a closed-won deal is corrected by a compensation.", code="DEAL_NOT_WON")
-    compensation_id = uuid7()
-    row = (
-        conn.execute(
-            insert(deal_compensations)
-            .values(
-                id=compensation_id,
-                organization_id=actor.organization_id,
-                deal_id=deal_id,
-                amount_minor=amount_minor,
-                currency=deal["currency"],
-                reason=reason,
-                document_ref=document_ref,
-                created_by_user_id=actor.user_id,
-            )
-            .returning(*deal_compensations.c)
-        )
-        .mappings()
-        .one()
-    )
-    history = history_row(
-        actor.user_id,
-        deal,
-        HISTORY_COMPENSATION,
-        reason=reason,
-        payload={"compensationId": str(compensation_id), "amountMinor": amount_minor, "currency": deal["currency"]},
-    )
-    event = deal_event(DEAL_COMPENSATION_RECORDED, actor, deal, compensationId=str(compensation_id))
-    _record(uow, actor, deal, history, event)
-    return dict(row)
