@@ -24,8 +24,8 @@ from leadcrm.conversations.bulk_email import run_bulk_email
 from leadcrm.deals import owner_departure
 from leadcrm.deals import reactions as deals_reactions
 from leadcrm.deals.rotting import run_rotting_sweep
-from leadcrm.leads import conversion, released_joins
 from leadcrm.leads import reactions as leads_reactions
+from leadcrm.leads import released_joins
 from leadcrm.leads.messages import LeadBecameMember, LeadCreated, LeadErasing, ScoringInputsChanged
 from leadcrm.leads.rate_limits import delete_expired_counters
 from leadcrm.leads.rules.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
@@ -59,8 +59,8 @@ EVENT_REACTIONS: dict[str, EventReaction] = {
     leads_reactions.MINISITE_EVENT_PUBLISHED: leads_reactions.minisite_event_published,
     leads_reactions.MINISITE_EVENT_UPDATED: leads_reactions.minisite_event_published,
     leads_reactions.MINISITE_EVENT_ARCHIVED: leads_reactions.minisite_event_archived,
-    conversion.MEMBERSHIP_SELF_SIGNUP: conversion.handle_membership_self_signup,
-    conversion.ENTITLEMENT_ACTIVATED: conversion.handle_entitlement_activated,
+    leads_reactions.MEMBERSHIP_SELF_SIGNUP: leads_reactions.handle_membership_self_signup,
+    leads_reactions.ENTITLEMENT_ACTIVATED: leads_reactions.handle_entitlement_activated,
     MEMBERSHIP_JOIN_RELEASED: released_joins.handle_join_released,
     LEAD_STATUS_CHANGED: task_closing.handle_lead_status_changed,
     LEAD_RETURNED_EVENT: follow_ups.sync_return_call,

@@ -40,15 +40,13 @@ from leadcrm.leads.messages import LeadBecameMember
 from leadcrm.leads.moves import LeadUpdate, lock_lead, update_lead
 from leadcrm.leads.rules.identity import canonical_email
 from leadcrm.leads.rules.moves import is_converted
-from leadcrm.leads.tables import lead_activity_events, leads
-from leadcrm.leads.tags import PURCHASE, attach_tag, find_or_create_tag
-from leadcrm.pipelines.rules.statuses import StageCategory, is_won
+from leadcrm.leads.tables import leads
+from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, first_active_stage
-from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.events import MEMBERSHIP_ACTIVATED, DomainEvent
-from leadcrm.platform.ids import parse_uuid, uuid7
+from leadcrm.platform.ids import uuid7
 from leadcrm.platform.messagebus import handle
 
 logger = logging.getLogger(__name__)
@@ -383,129 +381,6 @@ def _lead_of_membership(conn: Connection, organization_id: uuid.UUID, membership
     ).scalar_one_or_none()
 
 
-@dataclass(frozen=True)
-class CoursePurchase:
-    organization_id: uuid.UUID
-    user_id: uuid.UUID
-    entitlement_id: uuid.UUID
-    course_id: str
-    course_name: str
-
-
-def record_course_purchase(uow: UnitOfWork, purchase: CoursePurchase) -> uuid.UUID | None:
-    """An activated entitlement: the buyer's lead gets the course's purchase tag, a `purchase` entry, and
-    moves to its pipeline's first active customer stage unless it is already won (spec "Course purchases
-    tag the contact + move it to Customer").
-
-    Buyers with no lead here are no-ops. Once per entitlement: the `purchase` entry carries the entitlement
-    id as its source_event_id (unique per type), and it is written first, so a replay stops there and
-    changes nothing. Returns the lead, or None when nothing was recorded.
-    """
-    conn = uow.connection
-    organization_id = purchase.organization_id
-    region = organization_region(conn, organization_id)
-    person = person_for_user(conn, purchase.user_id, default_region=region)
-    if person is None:
-        return None
-    lead_id = find_lead_for_person(conn, organization_id, person.key, default_region=region, user_id=purchase.user_id)
-    if lead_id is None:
-        return None
-    lead = lock_lead(conn, organization_id, lead_id)
-    recorded = conn.execute(
-        pg_insert(lead_activity_events)
-        .values(
-            id=uuid7(),
-            organization_id=organization_id,
-            lead_id=lead_id,
-            type=PURCHASE_ACTIVITY,
-            payload={
-                "entitlementId": str(purchase.entitlement_id),
-                "courseId": purchase.course_id,
-                "courseName": purchase.course_name,
-            },
-            source_event_id=purchase.entitlement_id,
-        )
-        .on_conflict_do_nothing(
-            index_elements=["source_event_id", "type"],
-            index_where=lead_activity_events.c.source_event_id.isnot(None),
-        )
-        .returning(lead_activity_events.c.id)
-    ).first()
-    if recorded is None:
-        return None
-    tag_name = purchase.course_name[:MAX_COURSE_TAG_NAME]
-    attach_tag(conn, organization_id, lead_id, find_or_create_tag(conn, organization_id, tag_name, PURCHASE))
-    _mark_customer(uow, organization_id, lead)
-    return lead_id
-
-
-def _mark_customer(uow: UnitOfWork, organization_id: uuid.UUID, lead: dict[str, Any]) -> None:
-    """markCustomer: to the primary pipeline's first active customer stage, when it has one and the lead is
-    not won already (a converted member stays converted)."""
-    if is_won(StageCategory(lead["status"])) or is_converted(lead["status"], lead["converted_membership_id"]):
-        return
-    target = first_active_stage(uow.connection, organization_id, lead["pipeline_id"], StageCategory.CUSTOMER)
-    if target is None:
-        return
-    update_lead(uow, system_actor(organization_id), lead["id"], LeadUpdate(stage_id=target.id), locked=lead)
-
-
 # --- the platform events as task_lifecycle delivers them --------------------------------------------------
 
-MEMBERSHIP_SELF_SIGNUP = "membership.self_signup"
-ENTITLEMENT_ACTIVATED = "entitlement.activated"
-# Only real activations record a purchase (spec: "only the real pending→active transition records").
-ACTIVATING_TRANSITIONS = frozenset({"pending_to_active", "created_active"})
-MAX_COURSE_NAME = 500
 
-
-def _ids(detail: dict[str, Any], *names: str) -> list[uuid.UUID] | None:
-    parsed = [parse_uuid(str(detail.get(name, ""))) for name in names]
-    return None if any(value is None for value in parsed) else [value for value in parsed if value is not None]
-
-
-def handle_membership_self_signup(conn: Connection, detail: dict[str, Any]) -> bool:
-    """`membership.self_signup`, platform detail {organizationId, userId, membershipId}.
-
-    Malformed details are acknowledged and dropped (a retry could never make them valid)."""
-    ids = _ids(detail, "organizationId", "userId", "membershipId")
-    if ids is None:
-        logger.warning("membership.self_signup without valid ids dropped")
-        return False
-    organization_id, user_id, membership_id = ids
-    uow = ConsumerUnitOfWork(conn)
-    linked = attach_on_self_signup(uow, organization_id, user_id, membership_id)
-    uow.write_events()
-    logger.info(
-        "self-signup matched" if linked else "self-signup matched no lead",
-        extra={"membershipId": str(membership_id), "leadId": str(linked) if linked else None},
-    )
-    return linked is not None
-
-
-def handle_entitlement_activated(conn: Connection, detail: dict[str, Any]) -> bool:
-    """`entitlement.activated`, platform detail {organizationId, userId, entitlementId, courseId, courseName,
-    transition: 'pending_to_active' | 'created_active'}. Other transitions and malformed details are dropped."""
-    ids = _ids(detail, "organizationId", "userId", "entitlementId")
-    course_id = str(detail.get("courseId") or "").strip()
-    course_name = " ".join(str(detail.get("courseName") or "").split())[:MAX_COURSE_NAME]
-    if ids is None or not course_id or not course_name:
-        logger.warning("entitlement.activated without valid ids or course dropped")
-        return False
-    if detail.get("transition") not in ACTIVATING_TRANSITIONS:
-        logger.info("entitlement.activated ignored: not an activating transition")
-        return False
-    organization_id, user_id, entitlement_id = ids
-    uow = ConsumerUnitOfWork(conn)
-    lead_id = record_course_purchase(
-        uow,
-        CoursePurchase(
-            organization_id=organization_id,
-            user_id=user_id,
-            entitlement_id=entitlement_id,
-            course_id=course_id[:MAX_COURSE_NAME],
-            course_name=course_name,
-        ),
-    )
-    uow.write_events()
-    return lead_id is not None

@@ -1,5 +1,6 @@
 """What the leads capability does when an event arrives from the bus (at least once, in any order): the
-`lead_created` timeline entry, and the platform's minisite events a public capture is checked against.
+`lead_created` timeline entry, the platform's minisite events a public capture is checked against, a member's
+self-signup (attached to its lead) and a course purchase (leads.purchases).
 
 Two shapes arrive (leadcrm.wiring routes them). Our own events (source `leadcrm`) carry the outbox envelope
 as `detail`: eventId, type, organizationId, aggregateId, payload. Platform events (source `platform.*`, e.g.
@@ -17,7 +18,10 @@ from sqlalchemy import Connection, DateTime, Text, Uuid, cast, func, literal, nu
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.directory.tables import organizations
+from leadcrm.leads.conversion import attach_on_self_signup
+from leadcrm.leads.purchases import MAX_COURSE_NAME, CoursePurchase, record_course_purchase
 from leadcrm.leads.tables import lead_activity_events, leads, minisite_events
+from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
 from leadcrm.platform.ids import parse_uuid, uuid7
 
 logger = logging.getLogger(__name__)
@@ -103,3 +107,65 @@ def minisite_event_published(conn: Connection, detail: dict[str, Any]) -> bool:
 
 def minisite_event_archived(conn: Connection, detail: dict[str, Any]) -> bool:
     return _upsert_minisite_event(conn, detail, archive=True)
+
+
+MEMBERSHIP_SELF_SIGNUP = "membership.self_signup"
+
+
+ENTITLEMENT_ACTIVATED = "entitlement.activated"
+
+
+# Only real activations record a purchase (spec: "only the real pending→active transition records").
+ACTIVATING_TRANSITIONS = frozenset({"pending_to_active", "created_active"})
+
+
+def _ids(detail: dict[str, Any], *names: str) -> list[uuid.UUID] | None:
+    parsed = [parse_uuid(str(detail.get(name, ""))) for name in names]
+    return None if any(value is None for value in parsed) else [value for value in parsed if value is not None]
+
+
+def handle_membership_self_signup(conn: Connection, detail: dict[str, Any]) -> bool:
+    """`membership.self_signup`, platform detail {organizationId, userId, membershipId}.
+
+    Malformed details are acknowledged and dropped (a retry could never make them valid)."""
+    ids = _ids(detail, "organizationId", "userId", "membershipId")
+    if ids is None:
+        logger.warning("membership.self_signup without valid ids dropped")
+        return False
+    organization_id, user_id, membership_id = ids
+    uow = ConsumerUnitOfWork(conn)
+    linked = attach_on_self_signup(uow, organization_id, user_id, membership_id)
+    uow.write_events()
+    logger.info(
+        "self-signup matched" if linked else "self-signup matched no lead",
+        extra={"membershipId": str(membership_id), "leadId": str(linked) if linked else None},
+    )
+    return linked is not None
+
+
+def handle_entitlement_activated(conn: Connection, detail: dict[str, Any]) -> bool:
+    """`entitlement.activated`, platform detail {organizationId, userId, entitlementId, courseId, courseName,
+    transition: 'pending_to_active' | 'created_active'}. Other transitions and malformed details are dropped."""
+    ids = _ids(detail, "organizationId", "userId", "entitlementId")
+    course_id = str(detail.get("courseId") or "").strip()
+    course_name = " ".join(str(detail.get("courseName") or "").split())[:MAX_COURSE_NAME]
+    if ids is None or not course_id or not course_name:
+        logger.warning("entitlement.activated without valid ids or course dropped")
+        return False
+    if detail.get("transition") not in ACTIVATING_TRANSITIONS:
+        logger.info("entitlement.activated ignored: not an activating transition")
+        return False
+    organization_id, user_id, entitlement_id = ids
+    uow = ConsumerUnitOfWork(conn)
+    lead_id = record_course_purchase(
+        uow,
+        CoursePurchase(
+            organization_id=organization_id,
+            user_id=user_id,
+            entitlement_id=entitlement_id,
+            course_id=course_id[:MAX_COURSE_NAME],
+            course_name=course_name,
+        ),
+    )
+    uow.write_events()
+    return lead_id is not None
