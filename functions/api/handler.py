@@ -26,7 +26,7 @@ from api.ingestion import integrations, lead_imports
 from api.leads import campaigns, capture, conversion, erase, lead_moves, lead_reads, leads, returning, tags
 from api.pipelines import pipelines
 from api.qualification import merges, qualification
-from api.tickets import tickets
+from api.tickets import ticket_config, tickets
 from api.work import follow_ups, queue, tasks, urgent_prompt
 from leadcrm.platform.errors import AppError
 
@@ -59,6 +59,7 @@ for area in (
     deals,
     handovers,
     tickets,
+    ticket_config,
     leads,
     lead_reads,
 ):

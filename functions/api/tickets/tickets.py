@@ -5,7 +5,7 @@ Under /organizations/{orgId}:
   §6 trigger a person causes: `assign`, `respond`, `request-info`, `customer-reply`, `resolve`, `confirm`,
   `reopen`, `take-ownership` (invalid for the ticket's state: 409 TICKET_INVALID_TRANSITION). Staff work
   tickets; a member may open one for themselves (channel portal) and see their own.
-- configuration (staff read, owner/admin write): `/ticket-settings`, `/ticket-queues`, `/ticket-routing-rules`.
+- configuration: api.tickets.ticket_config.
 - `GET /ticket-reports/sla?from=&to=` (staff).
 Public (no token): `GET/POST /public/ticket-surveys/{token}`, the satisfaction survey a closed ticket mails.
 """
@@ -26,22 +26,11 @@ from api.idempotent import respond_once
 from api.leads.schemas_capture import IDEMPOTENCY_KEY_PATTERN
 from api.tickets.schemas_tickets import (
     AssignBody,
-    CreateQueueBody,
-    CreateRuleBody,
     CreateTicketBody,
     CustomerReplyBody,
     MessageBody,
-    Queue,
-    QueueEnvelope,
-    QueueListEnvelope,
     ReopenBody,
     ResolveBody,
-    Rule,
-    RuleEnvelope,
-    RuleListEnvelope,
-    RuleOrderBody,
-    Settings,
-    SettingsEnvelope,
     SlaReportEnvelope,
     Survey,
     SurveyAnswerBody,
@@ -51,17 +40,13 @@ from api.tickets.schemas_tickets import (
     TicketDetailEnvelope,
     TicketEnvelope,
     TicketListEnvelope,
-    UpdateQueueBody,
-    UpdateRuleBody,
-    UpdateSettingsBody,
 )
-from leadcrm.directory.access import require_feature, require_manager, require_staff
+from leadcrm.directory.access import require_feature, require_staff
 from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Forbidden
 from leadcrm.platform.ids import parse_uuid
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
-from leadcrm.tickets import config as ticket_config
 from leadcrm.tickets import creation, requester_actions, staff_actions
 from leadcrm.tickets import queries as ticket_queries
 from leadcrm.tickets import reports as ticket_reports
@@ -323,141 +308,6 @@ def reopen(orgId: str, ticketId: str, body: Annotated[ReopenBody, Body()]) -> Re
 )
 def take_ownership(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
     return _staff_action(orgId, lambda uow, actor: staff_actions.take_ownership(uow, actor, _ticket_id(ticketId)))
-
-
-# -- settings, queues, rules -------------------------------------------------------------------------------------
-
-
-@router.get("/organizations/<orgId>/ticket-settings", tags=["Tickets"], summary="Helpdesk settings (staff)")
-def settings(orgId: str) -> SettingsEnvelope:
-    with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        view = ticket_config.settings_view(uow.connection, actor.organization_id)
-        uow.commit()  # the first read makes the settings row (and the support address)
-    return SettingsEnvelope(data=Settings.from_view(view))
-
-
-@router.patch(
-    "/organizations/<orgId>/ticket-settings",
-    tags=["Tickets"],
-    summary="Change business hours, holidays, SLA targets, auto-close and escalation (owner/admin)",
-    responses={**OK, 400: {"description": "INVALID_CALENDAR, INVALID_SLA_POLICY"}},
-)
-def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> SettingsEnvelope:
-    with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        view = ticket_config.update_settings(uow.connection, actor.organization_id, body.changes())
-        uow.commit()
-    return SettingsEnvelope(data=Settings.from_view(view))
-
-
-@router.get("/organizations/<orgId>/ticket-queues", tags=["Tickets"], summary="Queues (staff)")
-def queues(orgId: str) -> QueueListEnvelope:
-    with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        rows = ticket_config.list_queues(uow.connection, actor.organization_id)
-    return QueueListEnvelope(data=[Queue.model_validate(r) for r in rows])
-
-
-@router.post(
-    "/organizations/<orgId>/ticket-queues",
-    tags=["Tickets"],
-    summary="Create a queue (owner/admin)",
-    responses={201: {"description": "The queue"}, 400: {"description": "TICKET_QUEUE_NAME_TAKEN, ASSIGNEE_NOT_STAFF"}},
-)
-def create_queue(orgId: str, body: Annotated[CreateQueueBody, Body()]) -> Response[QueueEnvelope]:
-    with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        row = ticket_config.create_queue(uow.connection, actor.organization_id, body.name, body.escalation_user_id)
-        uow.commit()
-    return json_response(201, QueueEnvelope(data=Queue.model_validate(row)))
-
-
-@router.patch(
-    "/organizations/<orgId>/ticket-queues/<queueId>",
-    tags=["Tickets"],
-    summary="Rename, set the escalation agent, archive (owner/admin)",
-    responses={**OK, 404: {"description": "TICKET_QUEUE_NOT_FOUND"}},
-)
-def update_queue(orgId: str, queueId: str, body: Annotated[UpdateQueueBody, Body()]) -> QueueEnvelope:
-    with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        row = ticket_config.update_queue(
-            uow.connection, actor.organization_id, entity_id(queueId, "TICKET_QUEUE_NOT_FOUND"), body.changes()
-        )
-        uow.commit()
-    return QueueEnvelope(data=Queue.model_validate(row))
-
-
-@router.get("/organizations/<orgId>/ticket-routing-rules", tags=["Tickets"], summary="Routing rules in order (staff)")
-def rules(orgId: str) -> RuleListEnvelope:
-    with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        rows = ticket_config.list_rules(uow.connection, actor.organization_id)
-    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows])
-
-
-@router.post(
-    "/organizations/<orgId>/ticket-routing-rules",
-    tags=["Tickets"],
-    summary="Add a routing rule at a position (owner/admin)",
-    responses={
-        201: {"description": "The rule"},
-        400: {"description": "TICKET_RULE_NEEDS_TARGET, ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"},
-    },
-)
-def create_rule(orgId: str, body: Annotated[CreateRuleBody, Body()]) -> Response[RuleEnvelope]:
-    with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        row = ticket_config.create_rule(uow.connection, actor.organization_id, body.changes())
-        uow.commit()
-    return json_response(201, RuleEnvelope(data=Rule.model_validate(row)))
-
-
-@router.put(
-    "/organizations/<orgId>/ticket-routing-rules/order",
-    tags=["Tickets"],
-    summary="Put the routing rules in this order (owner/admin)",
-    responses={**OK, 400: {"description": "TICKET_RULE_ORDER_MISMATCH"}},
-)
-def order_rules(orgId: str, body: Annotated[RuleOrderBody, Body()]) -> RuleListEnvelope:
-    with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        rows = ticket_config.reorder_rules(uow.connection, actor.organization_id, body.rule_ids)
-        uow.commit()
-    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows])
-
-
-@router.patch(
-    "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
-    tags=["Tickets"],
-    summary="Change a routing rule (owner/admin)",
-    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
-)
-def update_rule(orgId: str, ruleId: str, body: Annotated[UpdateRuleBody, Body()]) -> RuleEnvelope:
-    with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        row = ticket_config.update_rule(
-            uow.connection, actor.organization_id, entity_id(ruleId, "TICKET_ROUTING_RULE_NOT_FOUND"), body.changes()
-        )
-        uow.commit()
-    return RuleEnvelope(data=Rule.model_validate(row))
-
-
-@router.delete(
-    "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
-    tags=["Tickets"],
-    summary="Delete a routing rule (owner/admin)",
-    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
-)
-def delete_rule(orgId: str, ruleId: str) -> Response[dict[str, Any]]:
-    with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        ticket_config.delete_rule(
-            uow.connection, actor.organization_id, entity_id(ruleId, "TICKET_ROUTING_RULE_NOT_FOUND")
-        )
-        uow.commit()
-    return json_response(200, {"data": {"deleted": True}})
 
 
 # -- reports ---------------------------------------------------------------------------------------------------

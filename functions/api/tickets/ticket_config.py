@@ -1,0 +1,166 @@
+"""Helpdesk configuration under /organizations/{orgId} (staff read, owner/admin write): `/ticket-settings`,
+`/ticket-queues`, `/ticket-routing-rules` (ordered; first match wins)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
+
+from api.http import caller, entity_id, json_response
+from api.tickets.schemas_tickets import (
+    CreateQueueBody,
+    CreateRuleBody,
+    Queue,
+    QueueEnvelope,
+    QueueListEnvelope,
+    Rule,
+    RuleEnvelope,
+    RuleListEnvelope,
+    RuleOrderBody,
+    Settings,
+    SettingsEnvelope,
+    UpdateQueueBody,
+    UpdateRuleBody,
+    UpdateSettingsBody,
+)
+from api.tickets.tickets import OK
+from leadcrm.directory.access import require_manager, require_staff
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.tickets import config as ticket_config
+
+router = APIGatewayHttpRouter()
+
+
+@router.get("/organizations/<orgId>/ticket-settings", tags=["Tickets"], summary="Helpdesk settings (staff)")
+def settings(orgId: str) -> SettingsEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        view = ticket_config.settings_view(uow.connection, actor.organization_id)
+        uow.commit()  # the first read makes the settings row (and the support address)
+    return SettingsEnvelope(data=Settings.from_view(view))
+
+
+@router.patch(
+    "/organizations/<orgId>/ticket-settings",
+    tags=["Tickets"],
+    summary="Change business hours, holidays, SLA targets, auto-close and escalation (owner/admin)",
+    responses={**OK, 400: {"description": "INVALID_CALENDAR, INVALID_SLA_POLICY"}},
+)
+def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> SettingsEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        view = ticket_config.update_settings(uow.connection, actor.organization_id, body.changes())
+        uow.commit()
+    return SettingsEnvelope(data=Settings.from_view(view))
+
+
+@router.get("/organizations/<orgId>/ticket-queues", tags=["Tickets"], summary="Queues (staff)")
+def queues(orgId: str) -> QueueListEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        rows = ticket_config.list_queues(uow.connection, actor.organization_id)
+    return QueueListEnvelope(data=[Queue.model_validate(r) for r in rows])
+
+
+@router.post(
+    "/organizations/<orgId>/ticket-queues",
+    tags=["Tickets"],
+    summary="Create a queue (owner/admin)",
+    responses={201: {"description": "The queue"}, 400: {"description": "TICKET_QUEUE_NAME_TAKEN, ASSIGNEE_NOT_STAFF"}},
+)
+def create_queue(orgId: str, body: Annotated[CreateQueueBody, Body()]) -> Response[QueueEnvelope]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        row = ticket_config.create_queue(uow.connection, actor.organization_id, body.name, body.escalation_user_id)
+        uow.commit()
+    return json_response(201, QueueEnvelope(data=Queue.model_validate(row)))
+
+
+@router.patch(
+    "/organizations/<orgId>/ticket-queues/<queueId>",
+    tags=["Tickets"],
+    summary="Rename, set the escalation agent, archive (owner/admin)",
+    responses={**OK, 404: {"description": "TICKET_QUEUE_NOT_FOUND"}},
+)
+def update_queue(orgId: str, queueId: str, body: Annotated[UpdateQueueBody, Body()]) -> QueueEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        row = ticket_config.update_queue(
+            uow.connection, actor.organization_id, entity_id(queueId, "TICKET_QUEUE_NOT_FOUND"), body.changes()
+        )
+        uow.commit()
+    return QueueEnvelope(data=Queue.model_validate(row))
+
+
+@router.get("/organizations/<orgId>/ticket-routing-rules", tags=["Tickets"], summary="Routing rules in order (staff)")
+def rules(orgId: str) -> RuleListEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        rows = ticket_config.list_rules(uow.connection, actor.organization_id)
+    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows])
+
+
+@router.post(
+    "/organizations/<orgId>/ticket-routing-rules",
+    tags=["Tickets"],
+    summary="Add a routing rule at a position (owner/admin)",
+    responses={
+        201: {"description": "The rule"},
+        400: {"description": "TICKET_RULE_NEEDS_TARGET, ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"},
+    },
+)
+def create_rule(orgId: str, body: Annotated[CreateRuleBody, Body()]) -> Response[RuleEnvelope]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        row = ticket_config.create_rule(uow.connection, actor.organization_id, body.changes())
+        uow.commit()
+    return json_response(201, RuleEnvelope(data=Rule.model_validate(row)))
+
+
+@router.put(
+    "/organizations/<orgId>/ticket-routing-rules/order",
+    tags=["Tickets"],
+    summary="Put the routing rules in this order (owner/admin)",
+    responses={**OK, 400: {"description": "TICKET_RULE_ORDER_MISMATCH"}},
+)
+def order_rules(orgId: str, body: Annotated[RuleOrderBody, Body()]) -> RuleListEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        rows = ticket_config.reorder_rules(uow.connection, actor.organization_id, body.rule_ids)
+        uow.commit()
+    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows])
+
+
+@router.patch(
+    "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
+    tags=["Tickets"],
+    summary="Change a routing rule (owner/admin)",
+    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
+)
+def update_rule(orgId: str, ruleId: str, body: Annotated[UpdateRuleBody, Body()]) -> RuleEnvelope:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        row = ticket_config.update_rule(
+            uow.connection, actor.organization_id, entity_id(ruleId, "TICKET_ROUTING_RULE_NOT_FOUND"), body.changes()
+        )
+        uow.commit()
+    return RuleEnvelope(data=Rule.model_validate(row))
+
+
+@router.delete(
+    "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
+    tags=["Tickets"],
+    summary="Delete a routing rule (owner/admin)",
+    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
+)
+def delete_rule(orgId: str, ruleId: str) -> Response[dict[str, Any]]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        ticket_config.delete_rule(
+            uow.connection, actor.organization_id, entity_id(ruleId, "TICKET_ROUTING_RULE_NOT_FOUND")
+        )
+        uow.commit()
+    return json_response(200, {"data": {"deleted": True}})
