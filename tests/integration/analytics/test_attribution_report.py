@@ -1,6 +1,6 @@
 """Campaign spend (owner/admin) and the per-campaign attribution report: customers acquired within the
 attribution window, prorated spend, CAC, first-touch / last-touch / linear credit — against a
-hand-computed fixture (the credit rule itself: tests/unit/test_attribution_rules.py)."""
+hand-computed fixture (the credit rule itself: tests/unit/leads/test_attribution_rules.py)."""
 
 from __future__ import annotations
 

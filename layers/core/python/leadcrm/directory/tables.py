@@ -35,8 +35,8 @@ organizations = Table(
     Column("country_code", String(2)),
     Column("features", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("flags", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-    # Who takes work nobody else is named for: a departed member's open deals, leads and tasks (services.
-    # owner_departure) and unowned returning leads. NULL: the oldest active owner.
+    # Who takes work nobody else is named for: a departed member's open deals, leads and tasks
+    # (deals.owner_departure, directory.default_assignee) and unowned returning leads. NULL: the oldest active owner.
     Column("default_assignee_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     created_at_column(),
     updated_at_column(),

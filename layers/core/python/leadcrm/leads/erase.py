@@ -7,7 +7,7 @@ Spec "Erasing a lead deletes its linked tasks" and the privacy rule "Customer re
    on purpose (a task's title carries the lead's name, so it must go, not be unlinked).
 3. The lead row is deleted; the database removes what hangs off it (every other foreign key to leads is
    ON DELETE CASCADE: status and timeline events, placements, tag assignments, receipts, consents; or
-   SET NULL: memberships.source_lead_id). tests/integration/test_erase_pii.py checks that no foreign key
+   SET NULL: memberships.source_lead_id). tests/integration/leads/test_erase_pii.py checks that no foreign key
    to leads other than tasks.linked_lead_id is left that would block or keep the lead.
 4. What outlives the lead is made to forget it: stored Idempotency-Key answers that carry the lead (a staff
    create's answer is the whole lead, name and email included) are deleted, and so is a public capture's

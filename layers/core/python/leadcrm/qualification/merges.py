@@ -6,7 +6,7 @@ without this module naming them. Each reference is moved by the generic move (UP
 survivor, RETURNING the primary key, scoped by organization) unless `SPECIAL_POLICIES` names its table.
 The generic move applies only where it cannot break a constraint: the table has a primary key and an
 organization_id, and no unique index or constraint includes the lead column (`generic_move_blocker`).
-tests/integration/test_merge_policies.py fails for any reference that is neither movable generically nor
+tests/integration/qualification/test_merge_policies.py fails for any reference that is neither movable generically nor
 covered by a policy, so a new table with a unique per-lead key gets a decision before it can be merged.
 
 Special policies (each documented at its function):

@@ -12,7 +12,7 @@ One unit of work, under the lead's lock:
 3. Every table with a foreign key to leads is handled by the decision in `TABLE_POLICIES`: status events,
    consents, placements and tag assignments keep their codes and ids; receipts lose what was sent;
    timeline payloads lose their free-text keys; task titles become neutral and open tasks are cancelled;
-   enrichments are deleted; a merge's undo snapshot is dropped. tests/integration/test_merge_policies.py
+   enrichments are deleted; a merge's undo snapshot is dropped. tests/integration/qualification/test_merge_policies.py
    fails for a table with a foreign key to leads and a text or JSON column that has no decision here.
 4. Stored Idempotency-Key answers that carry the lead and the capture keys of its submissions are
    forgotten (as the hard erase does), and `lead.pseudonymized` (ids only) records who did it.

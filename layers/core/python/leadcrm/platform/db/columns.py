@@ -1,6 +1,6 @@
 """What every table is built from: the shared MetaData (its naming convention) and the standard columns.
 
-Tables are split by area (leadcrm.platform.db.tables and the tables_<area> modules it imports); each builds on these.
+Each capability declares its tables in its own `tables.py` on these; `leadcrm.platform.db.schema` loads them all.
 """
 
 from __future__ import annotations
