@@ -5,13 +5,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import insert
+from sqlalchemy import func, insert, select
 
 from leadcrm.leads.tables import lead_pipeline_placements
+from leadcrm.pipelines.rules.statuses import DEFAULT_STAGES
+from leadcrm.pipelines.tables import pipelines
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.ids import uuid7
 from tests.support.api import ApiResponse, call_api, leads_path
-from tests.support.factories import StaffCaller
+from tests.support.factories import StaffCaller, make_caller
 
 # A course funnel: no Converted stage, Customer is its win.
 COURSE_FUNNEL = [
@@ -82,3 +84,33 @@ def place_lead(organization_id: uuid.UUID, lead_id: Any, pipeline_id: Any, stage
                 stage_id=uuid.UUID(str(stage_id)),
             )
         )
+
+
+# -- shared by the pipelines API tests ---------------------------------------------------------------------
+
+DEFAULT_CATEGORIES = [c.value for c, _ in DEFAULT_STAGES]
+
+
+def colleague(caller, role):
+    return make_caller(role=role, organization=caller.organization)
+
+
+def categories_of(pipeline) -> list[str]:
+    return [s["category"] for s in pipeline["stages"]]
+
+
+def names_of(pipeline) -> list[str]:
+    return [s["name"] for s in pipeline["stages"]]
+
+
+def get_pipeline(caller, pipeline_id, **query):
+    return call_api("GET", pipelines_path(caller.org_id, pipeline_id), sub=caller.sub, query=query or None)
+
+
+def default_pipeline_count(org_id) -> int:
+    with get_engine().connect() as conn:
+        return conn.execute(
+            select(func.count())
+            .select_from(pipelines)
+            .where(pipelines.c.organization_id == org_id, pipelines.c.is_default)
+        ).scalar_one()

@@ -1,4 +1,4 @@
-"""Pipelines and stages API (staff): list, read, create, rename, archive; add, edit, reorder, archive stages.
+"""Pipelines API (staff): list, read, create, rename, archive (stages: test_pipeline_stages_api.py).
 
 Staff read; owners and admins edit. Every pipeline keeps an active new, lost and win (converted or
 customer) stage; a stage holding leads keeps its category and cannot be archived.
@@ -9,23 +9,27 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from sqlalchemy import func, select, update
+from sqlalchemy import select
 
-from leadcrm.leads.tables import lead_pipeline_placements, leads
+from leadcrm.leads.tables import lead_pipeline_placements
 from leadcrm.pipelines.rules.statuses import DEFAULT_PIPELINE_NAME, DEFAULT_STAGES
-from leadcrm.pipelines.tables import pipeline_stages, pipelines
 from leadcrm.platform.db.engine import get_engine
 from tests.support.api import call_api
 from tests.support.database import count_statements
 from tests.support.factories import make_caller
 from tests.support.pipelines_helpers import (
     COURSE_FUNNEL,
-    add_stage,
+    DEFAULT_CATEGORIES,
     archive_stage,
+    categories_of,
+    colleague,
     create_lead,
     create_pipeline,
     default_pipeline,
+    default_pipeline_count,
+    get_pipeline,
     list_pipelines,
+    names_of,
     ok,
     pipelines_path,
     place_lead,
@@ -33,45 +37,9 @@ from tests.support.pipelines_helpers import (
     stages_path,
 )
 
-DEFAULT_CATEGORIES = [c.value for c, _ in DEFAULT_STAGES]
-
-
-@pytest.fixture(autouse=True)
-def _bus(event_bus):
-    """Creating leads (for the STAGE_HAS_LEADS tests) publishes after commit; here the bus exists."""
-
-
-@pytest.fixture
-def owner():
-    return make_caller(role="owner")
-
-
-def _colleague(caller, role):
-    return make_caller(role=role, organization=caller.organization)
-
-
-def _categories(pipeline) -> list[str]:
-    return [s["category"] for s in pipeline["stages"]]
-
-
-def _names(pipeline) -> list[str]:
-    return [s["name"] for s in pipeline["stages"]]
-
-
-def _get(caller, pipeline_id, **query):
-    return call_api("GET", pipelines_path(caller.org_id, pipeline_id), sub=caller.sub, query=query or None)
-
-
-def _default_pipeline_count(org_id) -> int:
-    with get_engine().connect() as conn:
-        return conn.execute(
-            select(func.count())
-            .select_from(pipelines)
-            .where(pipelines.c.organization_id == org_id, pipelines.c.is_default)
-        ).scalar_one()
-
-
 # -- GET /pipelines ---------------------------------------------------------------------------------------
+
+pytestmark = pytest.mark.usefixtures("with_event_bus")
 
 
 def test_a_new_organization_sees_its_default_pipeline_with_one_stage_per_category(owner):
@@ -81,7 +49,7 @@ def test_a_new_organization_sees_its_default_pipeline_with_one_stage_per_categor
     assert default["isDefault"] is True
     assert default["name"] == DEFAULT_PIPELINE_NAME
     assert default["archivedAt"] is None
-    assert _categories(default) == DEFAULT_CATEGORIES
+    assert categories_of(default) == DEFAULT_CATEGORIES
     assert [s["position"] for s in default["stages"]] == list(range(len(DEFAULT_STAGES)))
 
 
@@ -95,7 +63,7 @@ def test_listing_again_does_not_seed_a_second_default_pipeline(owner):
     first = list_pipelines(owner)
     second = list_pipelines(owner)
     assert first == second
-    assert _default_pipeline_count(owner.org_id) == 1
+    assert default_pipeline_count(owner.org_id) == 1
 
 
 def test_the_listed_default_is_the_pipeline_new_leads_land_on(owner):
@@ -126,7 +94,7 @@ def test_archived_stages_are_left_out_unless_asked_for(owner):
     default = default_pipeline(owner)
     frozen = stage_of(default, "frozen")
     ok(archive_stage(owner, default["id"], frozen["id"]))
-    assert "frozen" not in _categories(default_pipeline(owner))
+    assert "frozen" not in categories_of(default_pipeline(owner))
     listed = next(p for p in list_pipelines(owner, includeArchived="true") if p["isDefault"])
     assert stage_of(listed, "frozen")["archivedAt"] is not None
 
@@ -161,35 +129,35 @@ def test_the_list_costs_the_same_statements_for_one_pipeline_as_for_twelve(owner
 
 def test_one_pipeline_is_read_with_its_stages(owner):
     created = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    read = ok(_get(owner, created["id"]))
+    read = ok(get_pipeline(owner, created["id"]))
     assert read == created
 
 
 def test_one_archived_pipeline_can_still_be_read_by_id(owner):
     created = create_pipeline(owner)
     ok(call_api("POST", f"{pipelines_path(owner.org_id, created['id'])}/archive", sub=owner.sub))
-    assert ok(_get(owner, created["id"]))["archivedAt"] is not None
+    assert ok(get_pipeline(owner, created["id"]))["archivedAt"] is not None
 
 
 def test_reading_one_pipeline_shows_archived_stages_only_when_asked(owner):
     created = create_pipeline(owner)
     frozen = stage_of(created, "frozen")
     ok(archive_stage(owner, created["id"], frozen["id"]))
-    assert "frozen" not in _categories(ok(_get(owner, created["id"])))
-    assert "frozen" in _categories(ok(_get(owner, created["id"], includeArchived="true")))
+    assert "frozen" not in categories_of(ok(get_pipeline(owner, created["id"])))
+    assert "frozen" in categories_of(ok(get_pipeline(owner, created["id"], includeArchived="true")))
 
 
 def test_another_organizations_pipeline_answers_exactly_like_a_random_id(owner):
     theirs = create_pipeline(make_caller(role="owner"))
-    foreign = _get(owner, theirs["id"])
-    random = _get(owner, uuid.uuid4())
+    foreign = get_pipeline(owner, theirs["id"])
+    random = get_pipeline(owner, uuid.uuid4())
     assert foreign.status == random.status == 404
     assert foreign.body == random.body
     assert foreign.error_code == "PIPELINE_NOT_FOUND"
 
 
 def test_a_pipeline_id_that_is_not_a_uuid_is_not_found(owner):
-    response = _get(owner, "not-a-uuid")
+    response = get_pipeline(owner, "not-a-uuid")
     assert response.status == 404
     assert response.error_code == "PIPELINE_NOT_FOUND"
 
@@ -199,13 +167,13 @@ def test_a_pipeline_id_that_is_not_a_uuid_is_not_found(owner):
 
 @pytest.mark.parametrize("role", ["owner", "admin", "coach"])
 def test_staff_may_read_pipelines(owner, role):
-    caller = _colleague(owner, role)
+    caller = colleague(owner, role)
     assert list_pipelines(caller)
-    assert _get(caller, default_pipeline(owner)["id"]).status == 200
+    assert get_pipeline(caller, default_pipeline(owner)["id"]).status == 200
 
 
 def test_a_member_may_not_read_pipelines(owner):
-    member = _colleague(owner, "member")
+    member = colleague(owner, "member")
     response = call_api("GET", pipelines_path(owner.org_id), sub=member.sub)
     assert response.status == 403
     assert response.error_code == "STAFF_ONLY"
@@ -243,7 +211,7 @@ def _every_write(owner) -> list[tuple[str, str, dict | None]]:
 
 @pytest.mark.parametrize("role", ["coach", "member"])
 def test_a_coach_or_member_may_not_edit_pipelines_or_stages_and_nothing_changes(owner, role):
-    caller = _colleague(owner, role)
+    caller = colleague(owner, role)
     writes = _every_write(owner)
     before = list_pipelines(owner, includeArchived="true")
     for method, path, body in writes:
@@ -254,7 +222,7 @@ def test_a_coach_or_member_may_not_edit_pipelines_or_stages_and_nothing_changes(
 
 
 def test_an_admin_may_edit_pipelines_and_stages(owner):
-    admin = _colleague(owner, "admin")
+    admin = colleague(owner, "admin")
     for method, path, body in _every_write(owner):
         response = call_api(method, path, sub=admin.sub, body=body)
         assert response.status in (200, 201), (method, path, response.body)
@@ -268,15 +236,15 @@ def test_a_pipeline_created_without_stages_gets_one_stage_per_category_like_the_
     assert created["name"] == "Second location"
     assert created["isDefault"] is False
     assert created["archivedAt"] is None
-    assert _categories(created) == DEFAULT_CATEGORIES
+    assert categories_of(created) == DEFAULT_CATEGORIES
     assert [s["position"] for s in created["stages"]] == list(range(len(DEFAULT_STAGES)))
 
 
 def test_a_pipeline_created_with_stages_keeps_them_in_the_order_given(owner):
     created = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    assert _names(created) == [s["name"] for s in COURSE_FUNNEL]
+    assert names_of(created) == [s["name"] for s in COURSE_FUNNEL]
     assert [s["position"] for s in created["stages"]] == [0, 1, 2, 3]
-    assert ok(_get(owner, created["id"])) == created
+    assert ok(get_pipeline(owner, created["id"])) == created
 
 
 def test_a_created_pipeline_is_listed(owner):
@@ -305,7 +273,7 @@ def test_stages_that_break_win_coverage_are_a_400_naming_what_is_missing(owner, 
 def test_either_win_flavour_alone_makes_a_valid_pipeline(owner):
     for win in ("converted", "customer"):
         stages = [{"name": "N", "category": "new"}, {"name": "W", "category": win}, {"name": "L", "category": "lost"}]
-        assert _categories(create_pipeline(owner, win, stages)) == ["new", win, "lost"]
+        assert categories_of(create_pipeline(owner, win, stages)) == ["new", win, "lost"]
 
 
 def test_a_pipeline_name_is_trimmed(owner):
@@ -390,7 +358,7 @@ def test_a_pipeline_is_renamed_and_keeps_its_stages(owner):
     renamed = ok(_rename(owner, created["id"], {"name": "  New name "}))
     assert renamed["name"] == "New name"
     assert renamed["stages"] == created["stages"]
-    assert ok(_get(owner, created["id"]))["name"] == "New name"
+    assert ok(get_pipeline(owner, created["id"]))["name"] == "New name"
 
 
 def test_the_default_pipeline_may_be_renamed_and_stays_the_default(owner):
@@ -407,7 +375,7 @@ def test_renaming_another_organizations_pipeline_is_not_found_and_changes_nothin
     random = _rename(owner, uuid.uuid4(), {"name": "Mine now"})
     assert foreign.status == random.status == 404
     assert foreign.body == random.body
-    assert ok(_get(stranger, theirs["id"]))["name"] == "Theirs"
+    assert ok(get_pipeline(stranger, theirs["id"]))["name"] == "Theirs"
 
 
 def test_an_archived_pipeline_cannot_be_renamed(owner):
@@ -487,420 +455,3 @@ def test_stages_of_an_archived_pipeline_can_no_longer_be_edited(owner):
     )
     assert response.status == 409
     assert response.error_code == "PIPELINE_ARCHIVED"
-
-
-# -- POST /pipelines/{id}/stages --------------------------------------------------------------------------
-
-
-def test_a_stage_without_a_position_is_added_last(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    added = add_stage(owner, courses["id"], "Paused", "frozen")
-    assert added["position"] == 4
-    assert added["category"] == "frozen"
-    assert added["archivedAt"] is None
-    assert ok(_get(owner, courses["id"]))["stages"][-1] == added
-
-
-def test_a_stage_at_a_position_is_inserted_there_and_later_stages_shift(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    added = add_stage(owner, courses["id"], "Trial", "trial_booked", position=2)
-    assert added["position"] == 2
-    read = ok(_get(owner, courses["id"]))
-    assert _names(read) == ["Enquiry", "Called", "Trial", "Bought", "Dropped"]
-    assert [s["position"] for s in read["stages"]] == [0, 1, 2, 3, 4]
-
-
-def test_a_stage_at_position_zero_goes_first(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    add_stage(owner, courses["id"], "Walk-in", "new", position=0)
-    assert _names(ok(_get(owner, courses["id"])))[:2] == ["Walk-in", "Enquiry"]
-
-
-def test_a_position_counts_active_stages_only(owner):
-    courses = create_pipeline(owner, "Courses", [*COURSE_FUNNEL, {"name": "Paused", "category": "frozen"}])
-    ok(archive_stage(owner, courses["id"], stage_of(courses, "contacted")["id"]))
-    add_stage(owner, courses["id"], "Booked", "trial_booked", position=1)
-    assert _names(ok(_get(owner, courses["id"]))) == ["Enquiry", "Booked", "Bought", "Dropped", "Paused"]
-
-
-def test_a_position_past_the_end_is_a_400(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    response = call_api(
-        "POST",
-        stages_path(owner.org_id, courses["id"]),
-        sub=owner.sub,
-        body={"name": "Far", "category": "frozen", "position": 5},
-    )
-    assert response.status == 400
-    assert response.error_code == "STAGE_POSITION_OUT_OF_RANGE"
-    assert response.body["error"]["maxPosition"] == 4
-
-
-def test_a_pipeline_at_its_stage_limit_takes_no_more_stages(owner, monkeypatch):
-    from leadcrm.pipelines import editing as service
-
-    monkeypatch.setattr(service, "MAX_STAGES_PER_PIPELINE", 4)
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    response = call_api(
-        "POST", stages_path(owner.org_id, courses["id"]), sub=owner.sub, body={"name": "One more", "category": "new"}
-    )
-    assert response.status == 400
-    assert response.error_code == "PIPELINE_STAGE_LIMIT"
-
-
-def test_a_stage_cannot_be_added_to_another_organizations_pipeline(owner):
-    theirs = create_pipeline(make_caller(role="owner"))
-    response = call_api(
-        "POST", stages_path(owner.org_id, theirs["id"]), sub=owner.sub, body={"name": "X", "category": "new"}
-    )
-    assert response.status == 404
-    assert response.error_code == "PIPELINE_NOT_FOUND"
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        {"name": "X"},
-        {"category": "new"},
-        {"name": "", "category": "new"},
-        {"name": "x" * 101, "category": "new"},
-        {"name": "X", "category": "won"},
-        {"name": "X", "category": "new", "position": -1},
-        {"name": "X", "category": "new", "position": "1"},
-        {"name": "X", "category": "new", "position": True},
-        {"name": "X", "category": "new", "position": 1.5},
-        {"name": "X", "category": "new", "position": 10**12},
-        {"name": "X", "category": "new", "pipelineId": str(uuid.uuid4())},
-    ],
-)
-def test_a_malformed_new_stage_is_a_400_and_adds_nothing(owner, body):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    response = call_api("POST", stages_path(owner.org_id, courses["id"]), sub=owner.sub, body=body)
-    assert response.status == 400, response.body
-    assert response.error_code == "VALIDATION_FAILED"
-    assert len(ok(_get(owner, courses["id"]))["stages"]) == 4
-
-
-# -- PATCH /pipelines/{id}/stages/{stageId} ---------------------------------------------------------------
-
-
-def _patch_stage(caller, pipeline_id, stage_id, body):
-    return call_api("PATCH", stages_path(caller.org_id, pipeline_id, stage_id), sub=caller.sub, body=body)
-
-
-def test_a_stage_is_renamed(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    called = stage_of(courses, "contacted")
-    renamed = ok(_patch_stage(owner, courses["id"], called["id"], {"name": "Phoned"}))
-    assert renamed == {**called, "name": "Phoned"}
-
-
-def test_a_stage_holding_leads_may_be_renamed(owner):
-    create_lead(owner)
-    default = default_pipeline(owner)
-    new = stage_of(default, "new")
-    assert ok(_patch_stage(owner, default["id"], new["id"], {"name": "Fresh"}))["name"] == "Fresh"
-
-
-def test_an_empty_stage_changes_category_when_coverage_holds(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    called = stage_of(courses, "contacted")
-    changed = ok(_patch_stage(owner, courses["id"], called["id"], {"category": "callback", "name": "Call back"}))
-    assert (changed["category"], changed["name"]) == ("callback", "Call back")
-    assert stage_of(ok(_get(owner, courses["id"])), "callback")["id"] == called["id"]
-
-
-@pytest.mark.parametrize(("before", "after"), [("customer", "converted"), ("converted", "customer")])
-def test_the_last_win_stage_may_flip_between_the_two_flavours(owner, before, after):
-    stages = [{"name": "N", "category": "new"}, {"name": "W", "category": before}, {"name": "L", "category": "lost"}]
-    created = create_pipeline(owner, "Flip", stages)
-    win = stage_of(created, before)
-    assert ok(_patch_stage(owner, created["id"], win["id"], {"category": after}))["category"] == after
-
-
-@pytest.mark.parametrize(
-    ("category", "to", "missing"),
-    [("customer", "contacted", ["win"]), ("lost", "frozen", ["lost"]), ("new", "contacted", ["new"])],
-)
-def test_a_category_change_that_breaks_win_coverage_is_a_400(owner, category, to, missing):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    stage = stage_of(courses, category)
-    response = _patch_stage(owner, courses["id"], stage["id"], {"category": to})
-    assert response.status == 400
-    assert response.error_code == "PIPELINE_WIN_COVERAGE"
-    assert response.body["error"]["missing"] == missing
-    assert stage_of(ok(_get(owner, courses["id"])), category)["id"] == stage["id"]
-
-
-def test_a_category_change_of_a_stage_holding_leads_is_a_409_with_the_count_and_the_leads_keep_their_status(owner):
-    first, second = create_lead(owner, "Ada"), create_lead(owner, "Grace")
-    default = default_pipeline(owner)
-    add_stage(owner, default["id"], "Walk-in", "new")  # coverage would hold without the leads' stage
-    new = stage_of(default, "new")
-    response = _patch_stage(owner, default["id"], new["id"], {"category": "contacted"})
-    assert response.status == 409
-    assert response.error_code == "STAGE_HAS_LEADS"
-    assert response.body["error"]["leadCount"] == 2
-    assert stage_of(default_pipeline(owner), "new")["id"] == new["id"]
-    with get_engine().connect() as conn:
-        statuses = (
-            conn.execute(
-                select(leads.c.status).where(leads.c.id.in_([uuid.UUID(first["id"]), uuid.UUID(second["id"])]))
-            )
-            .scalars()
-            .all()
-        )
-    assert statuses == ["new", "new"]
-
-
-def test_setting_the_category_a_stage_already_has_is_no_change_even_with_leads(owner):
-    create_lead(owner)
-    default = default_pipeline(owner)
-    new = stage_of(default, "new")
-    assert ok(_patch_stage(owner, default["id"], new["id"], {"category": "new"})) == new
-
-
-def test_an_archived_stage_cannot_be_edited(owner):
-    courses = create_pipeline(owner, "Courses", [*COURSE_FUNNEL, {"name": "Paused", "category": "frozen"}])
-    paused = stage_of(courses, "frozen")
-    ok(archive_stage(owner, courses["id"], paused["id"]))
-    response = _patch_stage(owner, courses["id"], paused["id"], {"name": "Back"})
-    assert response.status == 409
-    assert response.error_code == "STAGE_ARCHIVED"
-
-
-def test_a_stage_of_another_pipeline_another_organization_or_nowhere_is_not_found(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    default = default_pipeline(owner)
-    theirs = create_pipeline(make_caller(role="owner"))
-    answers = [
-        _patch_stage(owner, courses["id"], stage_of(default, "new")["id"], {"name": "X"}),
-        _patch_stage(owner, courses["id"], stage_of(theirs, "new")["id"], {"name": "X"}),
-        _patch_stage(owner, courses["id"], uuid.uuid4(), {"name": "X"}),
-        _patch_stage(owner, courses["id"], "not-a-uuid", {"name": "X"}),
-    ]
-    assert {a.status for a in answers} == {404}
-    assert {a.error_code for a in answers} == {"STAGE_NOT_FOUND"}
-    assert answers[0].body == answers[1].body == answers[2].body
-
-
-def test_a_stage_through_another_organizations_pipeline_is_not_found_as_a_pipeline(owner):
-    theirs = create_pipeline(make_caller(role="owner"))
-    response = _patch_stage(owner, theirs["id"], stage_of(theirs, "new")["id"], {"name": "X"})
-    assert response.status == 404
-    assert response.error_code == "PIPELINE_NOT_FOUND"
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        {},
-        {"name": ""},
-        {"name": "x" * 101},
-        {"category": "won"},
-        {"category": None, "name": None},
-        {"position": 1},
-        {"name": 5},
-    ],
-)
-def test_a_malformed_stage_edit_is_a_400(owner, body):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    response = _patch_stage(owner, courses["id"], stage_of(courses, "contacted")["id"], body)
-    assert response.status == 400
-    assert response.error_code == "VALIDATION_FAILED"
-
-
-# -- PUT /pipelines/{id}/stages/order ---------------------------------------------------------------------
-
-
-def _reorder(caller, pipeline_id, stage_ids):
-    return call_api(
-        "PUT", f"{stages_path(caller.org_id, pipeline_id)}/order", sub=caller.sub, body={"stageIds": stage_ids}
-    )
-
-
-def test_stages_are_reordered_as_listed(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    ids = [s["id"] for s in courses["stages"]]
-    wanted = [ids[3], ids[0], ids[2], ids[1]]
-    reordered = ok(_reorder(owner, courses["id"], wanted))
-    assert [s["id"] for s in reordered["stages"]] == wanted
-    assert [s["position"] for s in reordered["stages"]] == [0, 1, 2, 3]
-    assert ok(_get(owner, courses["id"])) == reordered
-
-
-def test_the_order_route_is_not_read_as_a_stage_id(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    response = _reorder(owner, courses["id"], [s["id"] for s in courses["stages"]])
-    assert response.status == 200
-    patch = call_api("PATCH", f"{stages_path(owner.org_id, courses['id'])}/order", sub=owner.sub, body={"name": "X"})
-    assert patch.status == 404
-    assert patch.error_code == "STAGE_NOT_FOUND"
-
-
-def test_archived_stages_stay_behind_the_active_ones_after_a_reorder(owner):
-    courses = create_pipeline(owner, "Courses", [*COURSE_FUNNEL, {"name": "Paused", "category": "frozen"}])
-    paused = stage_of(courses, "frozen")
-    ok(archive_stage(owner, courses["id"], paused["id"]))
-    active = [s["id"] for s in courses["stages"] if s["id"] != paused["id"]]
-    ok(_reorder(owner, courses["id"], list(reversed(active))))
-    everything = ok(_get(owner, courses["id"], includeArchived="true"))
-    assert [s["id"] for s in everything["stages"]] == [*reversed(active), paused["id"]]
-    assert [s["position"] for s in everything["stages"]] == [0, 1, 2, 3, 4]
-
-
-@pytest.mark.parametrize("case", ["missing", "duplicate", "archived", "other pipeline", "other organization"])
-def test_a_reorder_that_is_not_exactly_the_active_stages_is_a_400_and_changes_nothing(owner, case):
-    courses = create_pipeline(owner, "Courses", [*COURSE_FUNNEL, {"name": "Paused", "category": "frozen"}])
-    paused = stage_of(courses, "frozen")
-    ok(archive_stage(owner, courses["id"], paused["id"]))
-    before = ok(_get(owner, courses["id"], includeArchived="true"))
-    ids = [s["id"] for s in courses["stages"] if s["id"] != paused["id"]]
-    wanted = {
-        "missing": ids[:-1],
-        "duplicate": [*ids, ids[0]],
-        "archived": [*ids, paused["id"]],
-        "other pipeline": [*ids, stage_of(default_pipeline(owner), "new")["id"]],
-        "other organization": [*ids, stage_of(create_pipeline(make_caller(role="owner")), "new")["id"]],
-    }[case]
-    response = _reorder(owner, courses["id"], wanted)
-    assert response.status == 400
-    assert response.error_code == "STAGE_ORDER_MISMATCH"
-    assert ok(_get(owner, courses["id"], includeArchived="true")) == before
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        {},
-        {"stageIds": []},
-        {"stageIds": "a,b"},
-        {"stageIds": ["not-a-uuid"]},
-        {"stageIds": [1, 2]},
-        {"stageIds": [str(uuid.uuid4()) for _ in range(1001)]},
-        {"stageIds": [str(uuid.uuid4())], "pipelineId": str(uuid.uuid4())},
-    ],
-)
-def test_a_malformed_reorder_is_a_400(owner, body):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    response = call_api("PUT", f"{stages_path(owner.org_id, courses['id'])}/order", sub=owner.sub, body=body)
-    assert response.status == 400
-    assert response.error_code == "VALIDATION_FAILED"
-
-
-def test_reordering_another_organizations_pipeline_is_not_found(owner):
-    theirs = create_pipeline(make_caller(role="owner"))
-    response = _reorder(owner, theirs["id"], [s["id"] for s in theirs["stages"]])
-    assert response.status == 404
-    assert response.error_code == "PIPELINE_NOT_FOUND"
-
-
-def test_a_reorder_costs_the_same_statements_for_four_stages_as_for_sixty(owner):
-    small = create_pipeline(owner, "Small", COURSE_FUNNEL)
-    large = create_pipeline(
-        owner, "Large", [*COURSE_FUNNEL, *({"name": f"Step {i}", "category": "contacted"} for i in range(56))]
-    )
-    costs = []
-    for pipeline in (small, large):
-        ids = [s["id"] for s in pipeline["stages"]]
-        with count_statements(get_engine()) as log:
-            ok(_reorder(owner, pipeline["id"], list(reversed(ids))))
-        costs.append(len(log))
-    print(f"\n[sql] reorder: {costs} statements")
-    assert costs[0] == costs[1]
-
-
-# -- POST /pipelines/{id}/stages/{stageId}/archive --------------------------------------------------------
-
-
-def test_an_empty_stage_is_archived_and_the_others_close_ranks(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    called = stage_of(courses, "contacted")
-    archived = ok(archive_stage(owner, courses["id"], called["id"]))
-    assert archived["archivedAt"] is not None
-    read = ok(_get(owner, courses["id"]))
-    assert _names(read) == ["Enquiry", "Bought", "Dropped"]
-    assert [s["position"] for s in read["stages"]] == [0, 1, 2]
-
-
-def test_archiving_converted_is_allowed_while_customer_remains(owner):
-    default = default_pipeline(owner)
-    ok(archive_stage(owner, default["id"], stage_of(default, "converted")["id"]))
-    assert "converted" not in _categories(default_pipeline(owner))
-
-
-@pytest.mark.parametrize(("category", "missing"), [("new", ["new"]), ("customer", ["win"]), ("lost", ["lost"])])
-def test_archiving_a_stage_that_breaks_win_coverage_is_a_400(owner, category, missing):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    response = archive_stage(owner, courses["id"], stage_of(courses, category)["id"])
-    assert response.status == 400
-    assert response.error_code == "PIPELINE_WIN_COVERAGE"
-    assert response.body["error"]["missing"] == missing
-    assert category in _categories(ok(_get(owner, courses["id"])))
-
-
-def test_the_last_win_stage_of_the_default_pipeline_cannot_be_archived(owner):
-    default = default_pipeline(owner)
-    ok(archive_stage(owner, default["id"], stage_of(default, "converted")["id"]))
-    response = archive_stage(owner, default["id"], stage_of(default, "customer")["id"])
-    assert response.status == 400
-    assert response.body["error"]["missing"] == ["win"]
-
-
-def test_a_stage_holding_a_lead_cannot_be_archived(owner):
-    create_lead(owner)
-    default = default_pipeline(owner)
-    add_stage(owner, default["id"], "Walk-in", "new")  # so coverage alone would allow it
-    new = stage_of(default, "new")
-    response = archive_stage(owner, default["id"], new["id"])
-    assert response.status == 409
-    assert response.error_code == "STAGE_HAS_LEADS"
-    assert response.body["error"]["leadCount"] == 1
-    assert stage_of(default_pipeline(owner), "new")["id"] == new["id"]
-
-
-def test_a_stage_holding_only_secondary_placements_cannot_be_archived(owner):
-    lead = create_lead(owner)
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    called = stage_of(courses, "contacted")
-    place_lead(owner.org_id, lead["id"], courses["id"], called["id"])
-    response = archive_stage(owner, courses["id"], called["id"])
-    assert response.status == 409
-    assert response.error_code == "STAGE_HAS_LEADS"
-    error = response.body["error"]
-    assert (error["leadCount"], error["primaryLeadCount"], error["secondaryLeadCount"]) == (1, 0, 1)
-
-
-def test_an_archived_lead_still_holds_its_stage(owner):
-    lead = create_lead(owner)
-    with get_engine().begin() as conn:
-        conn.execute(update(leads).where(leads.c.id == uuid.UUID(lead["id"])).values(archived_at=func.now()))
-    default = default_pipeline(owner)
-    add_stage(owner, default["id"], "Walk-in", "new")
-    response = archive_stage(owner, default["id"], stage_of(default, "new")["id"])
-    assert response.status == 409
-    assert response.error_code == "STAGE_HAS_LEADS"
-
-
-def test_archiving_an_archived_stage_again_changes_nothing(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    called = stage_of(courses, "contacted")
-    first = ok(archive_stage(owner, courses["id"], called["id"]))
-    assert ok(archive_stage(owner, courses["id"], called["id"])) == first
-
-
-def test_archiving_a_stage_of_another_pipeline_or_organization_is_not_found(owner):
-    courses = create_pipeline(owner, "Courses", COURSE_FUNNEL)
-    theirs = create_pipeline(make_caller(role="owner"))
-    same_org = archive_stage(owner, courses["id"], stage_of(default_pipeline(owner), "frozen")["id"])
-    other_org = archive_stage(owner, courses["id"], stage_of(theirs, "frozen")["id"])
-    assert same_org.status == other_org.status == 404
-    assert same_org.body == other_org.body
-    assert same_org.error_code == "STAGE_NOT_FOUND"
-    with get_engine().connect() as conn:
-        archived = conn.execute(
-            select(pipeline_stages.c.archived_at).where(
-                pipeline_stages.c.id == uuid.UUID(stage_of(theirs, "frozen")["id"])
-            )
-        ).scalar_one()
-    assert archived is None  # the stranger's stage is untouched
