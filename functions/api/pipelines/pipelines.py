@@ -27,7 +27,7 @@ from api.schemas import Envelope
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.directory.rules import Actor
 from leadcrm.pipelines import editing as editing
-from leadcrm.pipelines import stages as service
+from leadcrm.pipelines import queries
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
@@ -56,11 +56,11 @@ def _stage_id(raw: str) -> uuid.UUID:
     return entity_id(raw, "STAGE_NOT_FOUND")
 
 
-def _pipeline(view: service.PipelineView) -> Pipeline:
+def _pipeline(view: queries.PipelineView) -> Pipeline:
     return Pipeline.model_validate(view, from_attributes=True)
 
 
-def _stage(view: service.StageView) -> Stage:
+def _stage(view: queries.StageView) -> Stage:
     return Stage.model_validate(view, from_attributes=True)
 
 
@@ -71,7 +71,7 @@ def index(
 ) -> Envelope[list[Pipeline]]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        views = service.list_pipelines(uow.connection, actor.organization_id, include_archived=include_archived)
+        views = queries.list_pipelines(uow.connection, actor.organization_id, include_archived=include_archived)
         uow.commit()  # keeps the default pipeline when this read seeded it
     return Envelope[list[Pipeline]](data=[_pipeline(v) for v in views])
 
@@ -84,7 +84,7 @@ def read(
 ) -> Envelope[Pipeline]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        view = service.get_pipeline(
+        view = queries.get_pipeline(
             uow.connection, actor.organization_id, _pipeline_id(pipelineId), include_archived_stages=include_archived
         )
     return Envelope[Pipeline](data=_pipeline(view))

@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 
 from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, Role
 from leadcrm.pipelines import editing as editing
+from leadcrm.pipelines import queries
 from leadcrm.pipelines import stages as service
 from leadcrm.pipelines.rules.statuses import DEFAULT_STAGES, StageCategory
 from leadcrm.pipelines.tables import pipeline_stages, pipelines
@@ -64,7 +65,7 @@ def _active_categories(engine, pipeline_id) -> list[str]:
         )
 
 
-def _course_pipeline(private_engine, actor: Actor) -> service.PipelineView:
+def _course_pipeline(private_engine, actor: Actor) -> queries.PipelineView:
     stages = [
         editing.NewStage("Enquiry", StageCategory.NEW),
         editing.NewStage("Member", StageCategory.CONVERTED),
@@ -165,7 +166,7 @@ def test_two_concurrent_first_pipeline_lists_seed_exactly_one_default_pipeline(p
     caller = make_caller(role="owner")
     # Both requests read the pipelines, find none, and only then go on to seed: the real race.
     looked = threading.Barrier(2, timeout=10)
-    real_read = service._read_pipelines
+    real_read = queries._read_pipelines
     first_read_done = threading.local()
 
     def read_then_wait_for_the_other(conn, organization_id, *, include_archived):
@@ -175,11 +176,11 @@ def test_two_concurrent_first_pipeline_lists_seed_exactly_one_default_pipeline(p
             looked.wait()
         return rows
 
-    monkeypatch.setattr(service, "_read_pipelines", read_then_wait_for_the_other)
+    monkeypatch.setattr(queries, "_read_pipelines", read_then_wait_for_the_other)
 
-    def first_list() -> list[service.PipelineView]:
+    def first_list() -> list[queries.PipelineView]:
         with UnitOfWork(engine=private_engine) as uow:
-            listed = service.list_pipelines(uow.connection, caller.org_id, include_archived=False)
+            listed = queries.list_pipelines(uow.connection, caller.org_id, include_archived=False)
             uow.commit()
             return listed
 
@@ -247,7 +248,7 @@ def test_an_archive_waits_for_a_lead_move_that_holds_the_stage_and_then_sees_its
                 )
             )
 
-    def archive_the_stage() -> service.StageView:
+    def archive_the_stage() -> queries.StageView:
         mover_holds_stage.wait(timeout=10)
         archive_started.set()
         # a second New stage first, so that coverage alone would allow the archive

@@ -23,6 +23,14 @@ from sqlalchemy import Connection, Row, case, func, insert, select, update
 
 from leadcrm.directory.rules import Actor
 from leadcrm.leads.tables import lead_pipeline_placements, leads
+from leadcrm.pipelines.queries import (
+    PIPELINE_COLUMNS,
+    PipelineView,
+    StageView,
+    get_pipeline,
+    pipeline_view,
+    read_stages,
+)
 from leadcrm.pipelines.rules.editing import (
     MAX_ACTIVE_PIPELINES_PER_ORGANIZATION,
     MAX_STAGES_PER_PIPELINE,
@@ -35,15 +43,7 @@ from leadcrm.pipelines.rules.editing import (
     require_win_coverage,
 )
 from leadcrm.pipelines.rules.statuses import DEFAULT_STAGES, StageCategory
-from leadcrm.pipelines.stages import (
-    PIPELINE_COLUMNS,
-    PipelineView,
-    StageView,
-    get_pipeline,
-    pipeline_not_found,
-    pipeline_view,
-    read_stages,
-)
+from leadcrm.pipelines.stages import pipeline_not_found
 from leadcrm.pipelines.tables import pipeline_stages, pipelines
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
