@@ -21,12 +21,21 @@ install: $(BIN)/.installed
 dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
 
+# `make test CAP=tickets`: one capability's tests of every kind (tests/<kind>/<capability>/), nothing else.
+CAP ?=
+CAP_TESTS = $(wildcard tests/unit/$(CAP) tests/integration/$(CAP) tests/infra/$(CAP) tests/e2e/$(CAP))
+
 test: install  ## lint (ruff + import contracts), synth (cdk-nag) + cfn-lint, then every kind of test
+ifneq ($(CAP),)
+	@test -n "$(CAP_TESTS)" || { echo "no tests for capability '$(CAP)' (tests/<kind>/$(CAP)/)"; exit 2; }
+	$(BIN)/python -m pytest -q $(CAP_TESTS)
+else
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python infra/app.py
 	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out/LeadCrmStack.template.json
 	$(BIN)/python -m pytest -q
+endif
 
 test-unit: install
 	$(BIN)/python -m pytest -q tests/unit
