@@ -8,7 +8,7 @@ Creating a job (`create_job`, one transaction, set-based whatever the audience s
 
 - the audience is the leads matching the request — ids, a pipeline with stageIds on the effective stage
   (a secondary placement's stage, else the primary stage), tags to include (any) and exclude (any), and
-  every other list filter — resolved by `lead_queries.matching_lead_ids`, the list's own conditions;
+  every other list filter — resolved by `leads.queries.matching_lead_ids`, the list's own conditions;
 - each lead becomes a recipient row: `pending`, or `skipped` with the reason (`no_consent`: email
   revoked; `no_email`), reported back with the counts.
 

@@ -3,7 +3,7 @@
 Every path that makes a lead a member ends in `_attach`: `leads.converted_membership_id` is set once, under
 the lead's row lock, and the lead lands on its primary pipeline's converted stage, else its customer stage,
 else stays where it is (spec "Pipeline win coverage"). The landing is an ordinary primary move through
-`lead_moves.update_lead` (status event, `stage_moved` entry, `lead.status_changed` on a category change);
+`leads.moves.update_lead` (status event, `stage_moved` entry, `lead.status_changed` on a category change);
 "converted only via convert" holds without any bypass because the lead already has its membership when
 the move is planned (`leads.rules.moves.is_converted`).
 

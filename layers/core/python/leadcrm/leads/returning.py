@@ -5,7 +5,7 @@ seam in `leads.intake.intake_lead`), Meta and WhatsApp ingestion when they exist
 `via=ReturnVia.META` / `WHATSAPP`), the platform's released joins (`release_join`) and the staff Reopen
 action. It runs in the caller's unit of work, i.e. in one transaction:
 
-1. The lead row is locked first (`lead_moves.lock_lead`, the lock every lead write takes; the entry points
+1. The lead row is locked first (`leads.moves.lock_lead`, the lock every lead write takes; the entry points
    hold only their per-person advisory locks before it) and the lead is classified again under the lock.
    Of two touches at once the second waits, then reads the committed row, finds it open and writes nothing:
    a lead is reopened once. Won leads are never reopened.

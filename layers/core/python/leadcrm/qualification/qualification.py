@@ -1,6 +1,6 @@
 """Enrichment and qualification of a lead (qualification.rules.qualification holds the state machine).
 
-Every write takes the lead row first (`lead_moves.lock_lead`, FOR UPDATE), like every other lead write, and
+Every write takes the lead row first (`leads.moves.lock_lead`, FOR UPDATE), like every other lead write, and
 records a timeline entry and an outbox event (ids, states and codes only: evidence and enriched values stay
 in their columns).
 

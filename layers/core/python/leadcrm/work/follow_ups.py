@@ -5,7 +5,7 @@ A lead's follow-up lives on the lead (next_action_at / _type / _note); its one o
 calls back into the leads or tasks services, so a write in one direction cannot bounce back.
 
 Lock order, the same for every write of the pair: the lead row first, then the task row.
-- Lead-side writes (set / clear the follow-up, touches) take the lead with `lead_moves.lock_lead`
+- Lead-side writes (set / clear the follow-up, touches) take the lead with `leads.moves.lock_lead`
   (FOR UPDATE), then the lead's open contact task FOR UPDATE.
 - Task-side writes (complete / cancel / reschedule / create a linked task) find the task's lead, take the
   lead FOR NO KEY UPDATE (it conflicts with FOR UPDATE and with itself, so writers queue; it lets foreign

@@ -1,11 +1,11 @@
 """Logging a touch: `POST …/leads/{leadId}/touches` (spec "Logging a touch", call-outcomes-state-machine.txt).
 
-One unit of work, under the lead's lock (taken first, `follow_ups.lock_lead_state` → `lead_moves.lock_lead`):
+One unit of work, under the lead's lock (taken first, `follow_ups.lock_lead_state` → `leads.moves.lock_lead`):
 
 1. The outcome, if any, is planned by `work.rules.call_outcomes.plan_outcome` on the lead's status read under the
    lock. A terminal constraint refuses the whole touch (400 OUTCOME_REQUIRES_TRIAL_BOOKED /
    OUTCOME_NOT_FROM_NEW, nothing written); a closed or won lead ignores the outcome (`applied: false`, the
-   touch is still logged). A move goes through `lead_moves.update_lead` (a bare status → the first active
+   touch is still logged). A move goes through `leads.moves.update_lead` (a bare status → the first active
    stage of that category in the lead's primary pipeline; lost carries the outcome as its reason): the
    status event, stage_moved and lead.status_changed of every move.
 2. The follow-up is replaced, cleared or kept (`work.rules.follow_ups.plan_touch_follow_up`, written by the
