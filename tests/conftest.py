@@ -15,7 +15,8 @@ and nothing can reach a real account or a local moto server by accident.
 from __future__ import annotations
 
 import os
-import re
+import random
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -85,6 +86,36 @@ def _forget_aws_clients_and_settings() -> Iterator[None]:
     """Clients made inside one test's mock must not leak into the next; env changes take effect per test."""
     yield
     _clear_cached_configuration()
+
+
+# -- the same tests in every xdist worker ----------------------------------------------------------------
+# Some modules parametrize with uuid.uuid4() values made as they are imported, and their test ids show them:
+# each worker would then collect differently named tests, and xdist refuses such a run. While a test module
+# is collected, uuid4() draws from a generator seeded with the module's node id (the same unknown ids in every
+# process and every run); at any other time it is the real uuid4.
+
+_real_uuid4 = uuid.uuid4
+_collecting: list[random.Random] = []
+
+
+def _uuid4() -> uuid.UUID:
+    if _collecting:
+        return uuid.UUID(int=_collecting[-1].getrandbits(128), version=4)
+    return _real_uuid4()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
+    if not isinstance(collector, pytest.Module):
+        return (yield)
+    _collecting.append(random.Random(collector.nodeid))
+    uuid.uuid4 = _uuid4
+    try:
+        return (yield)
+    finally:
+        _collecting.pop()
+        if not _collecting:
+            uuid.uuid4 = _real_uuid4
 
 
 # -- PostgreSQL -----------------------------------------------------------------------------------------
@@ -179,21 +210,29 @@ def session_database_url(
         drop_database(postgres_server_url, name)
 
 
-# Modules that seed thousands of rows and read PostgreSQL's plans get a database of their own, a copy of the
-# template: their table statistics do not depend on what else ran before them in the same process (under
-# xdist that varies), and their rows are not left for the tests after them (an organization's cascading
-# delete reads the child tables row by row: the plans modules' teardown took minutes in a database holding
-# the analytics plans' seed).
-OWN_DATABASE_MODULES = re.compile(r"test_\w+_plans\.py$")
+# Each module of the integration and reliability suites runs on a database of its own, a copy of the template
+# (~0.1 s): what a module finds in the database then does not depend on which modules ran before it in the
+# same process, which under xdist changes from run to run. Tests that read every organization's rows (the
+# outbox relay publishes all that is waiting) and PostgreSQL's plans (table statistics) see their module's
+# rows only, and an organization's cascading delete does not read through every other module's rows (the
+# plans modules' teardown took minutes in a shared database).
+OWN_DATABASE_SUITES = {"integration", "reliability"}
+TESTS = Path(__file__).resolve().parent
+
+
+def _has_a_database_of_its_own(module_path: Path) -> bool:
+    return module_path.is_relative_to(TESTS) and bool(
+        OWN_DATABASE_SUITES.intersection(module_path.relative_to(TESTS).parts[:-1])
+    )
 
 
 @pytest.fixture(scope="module", autouse=True)
 def database_url(
-    request: pytest.FixtureRequest, session_database_url: str, postgres_server_url: str, database_template: Template
+    request: pytest.FixtureRequest, postgres_server_url: str, database_template: Template
 ) -> Iterator[str]:
-    """The test database, migrated to head; DATABASE_URL points at it (the session's, or the module's own)."""
-    if not OWN_DATABASE_MODULES.search(request.path.name):
-        yield session_database_url
+    """The test database, migrated to head; DATABASE_URL points at it (the module's own, or the session's)."""
+    if not _has_a_database_of_its_own(request.path):
+        yield request.getfixturevalue("session_database_url")
         return
     name = throwaway_database_name()
     url = clone_database(postgres_server_url, name, database_template)
