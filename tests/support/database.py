@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -9,6 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.pool import NullPool
 
 from leadcrm.platform.db.engine import pg8000_url
@@ -24,15 +26,30 @@ def _admin_engine(server_url: str) -> Engine:
     )
 
 
-def create_database(server_url: str, name: str) -> str:
-    """CREATE DATABASE `name` on the server of `server_url`; returns the URL of the new database."""
+def create_database(server_url: str, name: str, *, template: str | None = None) -> str:
+    """CREATE DATABASE `name` on the server of `server_url` (a copy of `template` if given); returns the URL
+    of the new database."""
+    statement = f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else "")
     admin = _admin_engine(server_url)
     try:
-        with admin.connect() as conn:
-            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        for attempt in range(50):
+            try:
+                with admin.connect() as conn:
+                    conn.execute(text(statement))
+                break
+            except DBAPIError as error:
+                # 55006: someone is connected to the template (a copy needs it to itself); it passes.
+                if template is None or _sqlstate(error) != "55006" or attempt == 49:
+                    raise
+                time.sleep(0.1)
     finally:
         admin.dispose()
     return make_url(server_url).set(database=name).render_as_string(hide_password=False)
+
+
+def _sqlstate(error: DBAPIError) -> str | None:
+    detail = error.orig.args[0] if error.orig is not None and error.orig.args else None
+    return detail.get("C") if isinstance(detail, dict) else None
 
 
 def drop_database(server_url: str, name: str) -> None:

@@ -83,12 +83,13 @@ class LocalStackClient:
 
 
 @pytest.fixture(scope="session")
-def local_stack_database(database_url: str) -> Iterator[str]:
-    """A database of its own: `/_local/idle` watches the whole outbox, which other suites leave rows in."""
+def local_stack_database(postgres_server_url: str, fake_aws_environment: object) -> Iterator[str]:
+    """A database of its own, empty (the stack migrates it as it starts): `/_local/idle` watches the whole
+    outbox, which other suites leave rows in."""
     name = throwaway_database_name()
-    url = create_database(database_url, name)
+    url = create_database(postgres_server_url, name)
     yield url
-    drop_database(database_url, name)
+    drop_database(postgres_server_url, name)
 
 
 class LocalStackDidNotStart(RuntimeError):
