@@ -39,8 +39,10 @@ from api.deals.schemas_deals import (
 )
 from api.http import caller, entity_id, json_response
 from api.idempotent import respond_once
-from leadcrm.deals import creation, pipelines, queries, transitions
+from leadcrm.deals import creation, transitions
 from leadcrm.deals import deals as service
+from leadcrm.deals import pipelines as pipelines
+from leadcrm.deals import queries as queries
 from leadcrm.deals.forecast import ForecastQuery, forecast
 from leadcrm.deals.rules.deals import DealStatus, Evidence, ForecastCategory, StageKind
 from leadcrm.deals.rules.forecast import Period

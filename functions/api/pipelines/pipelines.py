@@ -26,7 +26,8 @@ from api.pipelines.schemas_pipelines import (
 from api.schemas import Envelope
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.directory.rules import Actor
-from leadcrm.pipelines import editing, queries
+from leadcrm.pipelines import editing as editing
+from leadcrm.pipelines import queries
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()

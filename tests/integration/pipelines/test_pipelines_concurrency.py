@@ -15,7 +15,8 @@ from typing import Any
 from sqlalchemy import func, select
 
 from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, Role
-from leadcrm.pipelines import editing, queries
+from leadcrm.pipelines import editing as editing
+from leadcrm.pipelines import queries
 from leadcrm.pipelines import stages as service
 from leadcrm.pipelines.rules.statuses import DEFAULT_STAGES, StageCategory
 from leadcrm.pipelines.tables import pipeline_stages, pipelines

@@ -35,6 +35,7 @@ from leadcrm.leads.rules.touches import (
 )
 from leadcrm.leads.tables import lead_touches, leads
 from leadcrm.platform.errors import NotFound
+from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED as CONVERSATION_INBOUND_RECEIVED
 from leadcrm.platform.ids import parse_uuid, uuid7
 
 logger = logging.getLogger(__name__)

@@ -42,6 +42,7 @@ from leadcrm.leads.rules.touches import (
     DIRECT_UNKNOWN_LABEL,
 )
 from leadcrm.leads.tables import lead_campaigns, lead_status_events, lead_touches, leads
+from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED as CONVERSATION_INBOUND_RECEIVED
 
 # A customer's path counts at most this many later touches (its oldest) besides the first.
 MAX_PATH_TOUCHES = 500

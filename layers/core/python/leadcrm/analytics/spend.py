@@ -23,6 +23,7 @@ from leadcrm.analytics.tables import campaign_spend
 from leadcrm.directory.rules import Actor
 from leadcrm.leads.tables import lead_campaigns
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound, Unprocessable
+from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED as CONVERSATION_INBOUND_RECEIVED
 from leadcrm.platform.ids import uuid7
 
 SPEND_COLUMNS = (

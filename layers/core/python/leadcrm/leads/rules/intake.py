@@ -18,9 +18,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 
 from leadcrm.leads.rules.identity import last_seven_digits, normalize_phone
-from leadcrm.leads.rules.returning import (
-    classify_return,  # re-exported: dedup reads it here
-)
+from leadcrm.leads.rules.returning import classify_return
+from leadcrm.leads.rules.returning import is_closed_lead as is_closed_lead  # re-exported: dedup reads it here
 
 _NOT_A_DIGIT = re.compile(r"[^0-9]")
 
