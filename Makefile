@@ -21,17 +21,22 @@ install: $(BIN)/.installed
 dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
 
+# pytest-xdist: TEST_WORKERS processes, each with its own PostgreSQL cluster (copied from one migrated
+# template) and local stack; whole modules per worker, the slowest handed out first (tests/conftest.py).
+TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 test: install  ## lint, synth (cdk-nag) + cfn-lint, then unit, integration (PostgreSQL + moto), CDK template and e2e tests
 	$(BIN)/ruff check .
 	$(BIN)/python infra/app.py
 	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out/LeadCrmStack.template.json
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PARALLEL)
 
 test-unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 test-integration: install
-	$(BIN)/python -m pytest -q tests/integration
+	$(BIN)/python -m pytest -q $(PARALLEL) tests/integration
 
 test-infra: install
 	$(BIN)/python -m pytest -q tests/infra
@@ -42,7 +47,7 @@ test-e2e: install
 # Authorization matrix, replays and races, faults, and schemathesis fuzzing of every operation over the
 # local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each).
 test-reliability: install
-	$(BIN)/python -m pytest -q tests/reliability
+	$(BIN)/python -m pytest -q $(PARALLEL) tests/reliability
 
 lint: install
 	$(BIN)/ruff check .
