@@ -21,27 +21,32 @@ install: $(BIN)/.installed
 dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
 
+# pytest-xdist: TEST_WORKERS processes, each with its own PostgreSQL cluster (copied from one migrated
+# template) and local stack; whole modules per worker, the slowest handed out first (tests/conftest.py).
+TEST_WORKERS ?= 2
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
+
 # `make test CAP=tickets`: one capability's tests of every kind (tests/<kind>/<capability>/), nothing else.
 CAP ?=
 CAP_TESTS = $(wildcard tests/unit/$(CAP) tests/integration/$(CAP) tests/infra/$(CAP) tests/e2e/$(CAP))
 
-test: install  ## lint (ruff + import contracts), synth (cdk-nag) + cfn-lint, then every kind of test
+test: install  ## lint (ruff + import contracts), synth (cdk-nag) + cfn-lint, then every kind of test, in parallel
 ifneq ($(CAP),)
 	@test -n "$(CAP_TESTS)" || { echo "no tests for capability '$(CAP)' (tests/<kind>/$(CAP)/)"; exit 2; }
-	$(BIN)/python -m pytest -q $(CAP_TESTS)
+	$(BIN)/python -m pytest -q $(PARALLEL) $(CAP_TESTS)
 else
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 	$(BIN)/python infra/app.py
 	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out/LeadCrmStack.template.json
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PARALLEL)
 endif
 
 test-unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
 test-integration: install
-	$(BIN)/python -m pytest -q tests/integration
+	$(BIN)/python -m pytest -q $(PARALLEL) tests/integration
 
 test-infra: install
 	$(BIN)/python -m pytest -q tests/infra
@@ -52,7 +57,7 @@ test-e2e: install
 # Authorization matrix, replays and races, faults, and schemathesis fuzzing of every operation over the
 # local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each).
 test-reliability: install
-	$(BIN)/python -m pytest -q tests/reliability
+	$(BIN)/python -m pytest -q $(PARALLEL) tests/reliability
 
 lint: install  ## ruff, and the architecture's import contracts (pyproject [tool.importlinter])
 	$(BIN)/ruff check .

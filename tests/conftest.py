@@ -118,6 +118,20 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
             uuid.uuid4 = _real_uuid4
 
 
+# -- xdist scheduling -------------------------------------------------------------------------------------
+# `make test` hands whole modules to the workers (--dist loadfile --no-loadscope-reorder: a module's fixtures
+# are built once and its tests run in their order, on one worker). The modules that take minutes are handed
+# out first, so that no worker is left alone with one of them at the end; the rest keep their order.
+SLOW_MODULES = ("test_api_fuzz.py", "test_authorization_matrix.py", "test_replays.py", "test_deal_flows.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # every worker sorts alike: xdist requires the same collection
+        rank = {name: position for position, name in enumerate(SLOW_MODULES)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 # -- PostgreSQL -----------------------------------------------------------------------------------------
 # One migrated template per run; each process (each pytest-xdist worker, or the only one) has a cluster or
 # databases of its own copied from it (tests/support/worker_databases.py).
