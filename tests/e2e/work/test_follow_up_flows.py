@@ -16,7 +16,9 @@ pytestmark = pytest.mark.e2e
 
 
 def _zone_where_it_is_eight_in_the_morning() -> str:
-    offset = 8 - datetime.now(UTC).hour
+    # Zones run from UTC-12 to UTC+14: 8 - hour taken mod 24 into [-9, +14] always names one that exists
+    # (between 21:00 and 21:59 UTC, 8 - hour = -13 named Etc/GMT+13, which does not).
+    offset = (8 - datetime.now(UTC).hour) % 24
     offset = offset - 24 if offset > 14 else offset
     return "UTC" if offset == 0 else f"Etc/GMT{'-' if offset > 0 else '+'}{abs(offset)}"  # POSIX sign is inverted
 
