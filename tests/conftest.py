@@ -167,6 +167,8 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput") and RUN_DIR in config.stash:  # after every worker finished
+        if signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
         cleanup_run(config.stash[RUN_DIR])
 
 
