@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -155,10 +156,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RUN_DIR] = make_run_dir()
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_HandTheRunDirectoryToWorkers(config.stash[RUN_DIR]))
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        # A terminated run ends like an interrupted one: pytest_unconfigure still stops the clusters.
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput") and RUN_DIR in config.stash:  # after every worker finished
+        if signal.getsignal(signal.SIGTERM) is _interrupt:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the cleanup short
         cleanup_run(config.stash[RUN_DIR])
 
 
