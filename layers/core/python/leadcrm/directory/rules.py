@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 
@@ -71,3 +72,25 @@ def enabled_features(features: dict[str, object] | list[str] | None) -> frozense
     if isinstance(features, list):
         return frozenset(str(f) for f in features)
     return frozenset(name for name, on in features.items() if on is True)
+
+
+# The organization settings both the platform (organization.* events) and the settings route may change.
+# `features` is the platform's alone (plans), `default_assignee_user_id` LeadCRM's alone.
+SHARED_SETTINGS = ("name", "timezone", "country_code", "locale")
+
+
+def settings_to_apply(
+    changes: dict[str, object], changed_at: datetime, last_changed: dict[str, str | None]
+) -> dict[str, object]:
+    """The shared settings of `changes` newer than each field's last change: the newer writer wins per field.
+
+    `last_changed` is `organizations.settings_changed_at` (field -> ISO instant); a field never changed has
+    no entry and always takes the change. An equal time is not newer: a redelivery changes nothing."""
+    applied: dict[str, object] = {}
+    for field, value in changes.items():
+        if field not in SHARED_SETTINGS:
+            raise ValueError(f"{field!r} is not a shared organization setting")
+        previous = last_changed.get(field)
+        if previous is None or datetime.fromisoformat(previous) < changed_at:
+            applied[field] = value
+    return applied

@@ -38,6 +38,14 @@ organizations = Table(
     # Who takes work nobody else is named for: a departed member's open deals, leads and tasks
     # (deals.owner_departure, directory.default_assignee) and unowned returning leads. NULL: the oldest active owner.
     Column("default_assignee_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    # When each shared setting (name, timezone, country_code, locale) last changed, from either side: the
+    # platform's organization.* events (their updatedAt) or the settings route (now). A change older than the
+    # field's time is not applied, so the two writers never undo each other (directory.rules.settings_to_apply).
+    Column("settings_changed_at", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # The updatedAt of the newest platform organization.* event applied (order tolerance), and its deletion:
+    # a deleted organization admits nobody, and no older event revives it.
+    Column("platform_updated_at", DateTime(timezone=True)),
+    Column("deleted_at", DateTime(timezone=True)),
     created_at_column(),
     updated_at_column(),
 )
@@ -52,6 +60,7 @@ users = Table(
     Column("last_name", Text),
     Column("phone", Text),
     Column("kind", Text, nullable=False, server_default="account"),
+    Column("platform_updated_at", DateTime(timezone=True)),  # newest user.* event applied
     created_at_column(),
     updated_at_column(),
     CheckConstraint(one_of("kind", USER_KINDS), name="kind"),
@@ -78,6 +87,7 @@ memberships = Table(
     # The member's notification preferences, e.g. {"newMessage": {"email": false}}; a missing row or key
     # means enabled (conversations gate member email only on an explicit opt-out).
     Column("notification_prefs", JSONB),
+    Column("platform_updated_at", DateTime(timezone=True)),  # newest membership.* event applied
     created_at_column(),
     updated_at_column(),
     Column("deleted_at", DateTime(timezone=True)),
