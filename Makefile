@@ -8,7 +8,7 @@ export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/core/python:$(CURDIR)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test redrive test-unit test-integration test-infra test-e2e test-reliability lint openapi synth layer migrate clean
+.PHONY: install dev admin test redrive test-unit test-integration test-infra test-e2e test-reliability lint openapi synth layer migrate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ install: $(BIN)/.installed
 
 dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
+
+# make admin ARGS="create-organization --name … --owner-email … --owner-subject …" (infra/admin.py: add-member,
+# set-role, remove-member, show-organization; --aws invokes the deployed admin function instead).
+ARGS ?= --help
+admin: install  ## operator commands on the directory, against the local stack's database or (--aws) the deployed stack
+	$(BIN)/python -m infra.admin $(ARGS)
 
 # pytest-xdist: TEST_WORKERS processes, each with its own PostgreSQL cluster (copied from one migrated
 # template) and local stack; whole modules per worker, the slowest handed out first (tests/conftest.py).

@@ -74,6 +74,7 @@ HANDLERS = {
     "graph_fetch": "graph_fetch.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
     "migrations": "migrations.handler.lambda_handler",
+    "admin": "admin.handler.lambda_handler",
 }
 
 
