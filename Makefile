@@ -36,6 +36,11 @@ PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 CAP ?=
 CAP_TESTS = $(wildcard tests/unit/$(CAP) tests/integration/$(CAP) tests/infra/$(CAP) tests/e2e/$(CAP))
 
+# The context `make test` and `make synth` synthesize with: the example values of infra/test-context.json,
+# never a deployment's (cdk.json has none: a deploy takes its own with -c, see README "Deploy").
+# `make synth SYNTH_CONTEXT=my-context.json` checks your own values offline.
+SYNTH_CONTEXT ?= infra/test-context.json
+
 test: install  ## lint (ruff + import contracts), synth (cdk-nag) + cfn-lint, then every kind of test, in parallel
 ifneq ($(CAP),)
 	@test -n "$(CAP_TESTS)" || { echo "no tests for capability '$(CAP)' (tests/<kind>/$(CAP)/)"; exit 2; }
@@ -43,7 +48,7 @@ ifneq ($(CAP),)
 else
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python infra/app.py
+	$(BIN)/python infra/app.py --context-file $(SYNTH_CONTEXT)
 	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out/LeadCrmStack.template.json
 	$(BIN)/python -m pytest -q $(PARALLEL)
 endif
@@ -73,8 +78,8 @@ openapi: install  ## writes openapi.json from the API's routes
 	$(BIN)/python -c "import json, api.handler as h; json.dump(h.openapi_schema(), open('openapi.json', 'w'), indent=2)"
 	@echo "wrote openapi.json"
 
-synth: install  ## synthesizes the CDK app offline into cdk.out/
-	$(BIN)/python infra/app.py
+synth: install  ## synthesizes the CDK app offline into cdk.out/ (with SYNTH_CONTEXT, default infra/test-context.json)
+	$(BIN)/python infra/app.py --context-file $(SYNTH_CONTEXT)
 
 # Lambda python3.12 on arm64 runs Amazon Linux 2023 (glibc 2.34): manylinux2014 (glibc 2.17) and
 # manylinux_2_28 aarch64 wheels both load there. --only-binary: nothing is compiled on this machine.
