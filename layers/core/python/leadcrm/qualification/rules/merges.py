@@ -155,6 +155,8 @@ def qualification_fill(survivor: Mapping[str, Any], merged: Mapping[str, Any]) -
     if criteria != dict(survivor[CRITERIA_COLUMN] or {}):
         values[CRITERIA_COLUMN] = criteria
     mine, theirs = survivor["qualification_state"], merged["qualification_state"]
+    # A never-scored survivor takes whatever the duplicate has (even `scored`: it is the only assessment);
+    # a scored one only a decision. A qualification must still hold on the survivor's merged answers.
     if mine in UNDECIDED_STATES and theirs is not None and (mine is None or theirs not in UNDECIDED_STATES):
         if theirs != QualificationState.QUALIFIED.value or criteria_satisfied(criteria):
             values.update({c: merged[c] for c in QUALIFICATION_DECISION})
