@@ -271,9 +271,10 @@ def parse_instant(value: object) -> datetime:
 
 @cache
 def iana_timezones() -> frozenset[str]:
+    """The zones of the IANA database (not the installation's own files: Factory, localtime, posixrules)."""
     from zoneinfo import available_timezones
 
-    return frozenset(available_timezones())
+    return frozenset(available_timezones()) - {"Factory", "localtime", "posixrules"}
 
 
 @cache
