@@ -80,14 +80,13 @@ def run(command: str, args: Args, operator: str) -> dict[str, Any]:
             admin = DirectoryAdmin(uow.connection, lambda kind, detail: handle_event(uow.connection, kind, detail))
             data = COMMANDS[command](admin, args)
             uow.commit()
+        logger.info("admin command done", extra={"result": {k: v for k, v in data.items() if k != "members"}})
+        return {"ok": True, "data": data}
     except AdminError as refused:
         logger.warning("admin command refused", extra={"code": refused.code, "reason": str(refused)})
         return {"ok": False, "error": {"code": refused.code, "message": str(refused)}}
     finally:
         logger.remove_keys(["operator", "command"])
-    logger.info("admin command done", extra={"result": {k: v for k, v in data.items() if k != "members"}})
-    return {"ok": True, "data": data}
-
 
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

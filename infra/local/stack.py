@@ -8,7 +8,6 @@ import os
 import uuid
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from infra.local import aws
 from infra.local.auth import KEY_FILE, MAX_TTL_SECONDS, TOKEN_DAYS, JwtAuthorizer, LocalAuthority, TokenRefused
@@ -202,28 +201,42 @@ class LocalStack:
 
     # --- local-only routes -----------------------------------------------------------------------------
     def create_org(self, data: dict[str, Any]) -> Reply:
-        from leadcrm.directory.provisioning import add_membership, create_organization, create_user
-        from leadcrm.directory.rules import Role
-        from leadcrm.platform.db.engine import get_engine
+        """A demo organization with one user per role, made as the admin command makes one: the directory's
+        platform-event consumers apply organization.created, user.created and membership.created."""
+        from leadcrm.directory.administration import AdminError, DirectoryAdmin, Person
+        from leadcrm.platform.db.uow import UnitOfWork
+        from leadcrm.wiring import handle_event
 
         name = str(data.get("name") or "Demo Studio")
-        timezone = str(data.get("timezone") or "UTC")
-        try:
-            ZoneInfo(timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            return _error(400, "VALIDATION_FAILED", "timezone must be an IANA time zone name.")
         suffix = uuid.uuid4().hex[:8]
-        users: dict[str, dict[str, str]] = {}
-        with get_engine().begin() as conn:
-            organization_id = create_organization(conn, name, timezone=timezone)
-            for role in ROLES:
-                subject, email = str(uuid.uuid4()), f"{role}+{suffix}@demo.leadcrm.local"
-                user_id = create_user(
-                    conn, auth_subject=subject, email=email, first_name=role.title(), last_name="Demo"
+        people = {
+            role: Person(
+                email=f"{role}+{suffix}@demo.leadcrm.local",
+                subject=str(uuid.uuid4()),
+                first_name=role.title(),
+                last_name="Demo",
+            )
+            for role in ROLES
+        }
+        try:
+            with UnitOfWork() as uow:
+                admin = DirectoryAdmin(uow.connection, lambda kind, detail: handle_event(uow.connection, kind, detail))
+                created = admin.create_organization(
+                    name=name, owner=people["owner"], timezone=str(data.get("timezone") or "UTC")
                 )
-                add_membership(conn, organization_id, user_id, Role(role))
-                users[role] = {"userId": str(user_id), "token": self.authority.issue(subject, email)}
-        return _json(201, {"data": {"organizationId": str(organization_id), "name": name, "users": users}})
+                organization_id = created["organizationId"]
+                user_ids = {"owner": created["owner"]["userId"]}
+                for role in ROLES[1:]:
+                    added = admin.add_member(organization_id=organization_id, person=people[role], role=role)
+                    user_ids[role] = added["userId"]
+                uow.commit()
+        except AdminError as refused:
+            return _error(400, "VALIDATION_FAILED", str(refused))
+        users = {
+            role: {"userId": user_ids[role], "token": self.authority.issue(person.subject or "", person.email)}
+            for role, person in people.items()
+        }
+        return _json(201, {"data": {"organizationId": organization_id, "name": name, "users": users}})
 
     def create_local_user(self, data: dict[str, Any]) -> Reply:
         from sqlalchemy import select

@@ -21,10 +21,27 @@ from typing import Any
 from sqlalchemy import Connection, func, or_, select
 
 from leadcrm.directory.rules import LEAD_MANAGEMENT, MembershipStatus, Role
+from leadcrm.directory.rules.sync import (
+    MalformedDetail,
+    parse_membership,
+    parse_membership_deletion,
+    parse_organization,
+    parse_user,
+)
 from leadcrm.directory.tables import memberships, organizations, users
 from leadcrm.platform.ids import parse_uuid, uuid7
 
 ApplyEvent = Callable[[str, dict[str, Any]], bool]
+
+# The consumers' own parsers: a refusal names the reason before anything is applied.
+PARSERS: dict[str, Callable[[dict[str, Any]], object]] = {
+    "organization.created": parse_organization,
+    "user.created": parse_user,
+    "user.updated": parse_user,
+    "membership.created": parse_membership,
+    "membership.updated": parse_membership,
+    "membership.deleted": parse_membership_deletion,
+}
 
 
 class AdminError(Exception):
@@ -165,6 +182,10 @@ class DirectoryAdmin:
     # -- lookups --------------------------------------------------------------------------------------------
 
     def _must(self, detail_type: str, detail: dict[str, Any], code: str) -> None:
+        try:
+            PARSERS[detail_type](detail)
+        except MalformedDetail as malformed:
+            raise AdminError(code, f"{detail_type} refused: {malformed}") from malformed
         if not self._apply(detail_type, detail):
             raise AdminError(code, f"{detail_type} was refused; the log line of this run says why.")
 
