@@ -89,6 +89,9 @@ def run_locally(command: str, args: dict[str, Any], data_dir: Path) -> dict[str,
         if was_running:
             started = None  # the local stack's cluster: leave it as it was
     try:
+        from infra.local.lambdas import CODE_PATHS
+
+        sys.path[:0] = [str(path) for path in CODE_PATHS if str(path) not in sys.path]  # as Lambda lays it out
         from leadcrm.platform.db.migrate import upgrade
 
         upgrade()

@@ -78,16 +78,11 @@ class LocalStackClient:
         raise AssertionError(f"the local stack did not become idle: {state}")
 
     def token_for(self, subject: str, email: str | None = None) -> str:
-        """A token for any subject (a user made by directory events signs in with it): `POST /_local/tokens`,
-        or, on a stack without that route, the stack's own signing key in its data dir."""
+        """A token for any subject (a user made by directory events signs in with it): `POST /_local/tokens`."""
         body = {"sub": subject, **({"email": email} if email else {})}
         reply = self.request("POST", "/_local/tokens", json_body=body)
-        if reply.status in (200, 201):
-            return reply.json()["data"]["token"]
-        assert reply.status == 404 and self.data_dir is not None, reply.body
-        from infra.local.auth import LocalAuthority
-
-        return LocalAuthority(self.data_dir / "jwt-signing-key").issue(subject, email)
+        assert reply.status == 201, reply.body
+        return reply.json()["data"]["token"]
 
     def new_organization(self) -> dict[str, Any]:
         reply = self.request("POST", "/_local/orgs", json_body={"name": "E2E Studio"})
