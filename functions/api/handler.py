@@ -21,6 +21,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from api.analytics import analytics, attribution
 from api.conversations import bulk_email, consent, conversations
 from api.deals import deals, handovers
+from api.directory import organization
 from api.http import error_response, json_response
 from api.ingestion import integrations, lead_imports
 from api.leads import campaigns, capture, conversion, erase, lead_moves, lead_reads, leads, returning, tags
@@ -58,6 +59,7 @@ for area in (
     merges,
     deals,
     handovers,
+    organization,
     tickets,
     ticket_config,
     leads,

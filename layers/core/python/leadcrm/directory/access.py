@@ -10,13 +10,15 @@ import uuid
 
 from sqlalchemy import Connection, select
 
-from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, MembershipStatus, Role, enabled_features
+from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor, MembershipStatus, Role, enabled_features, phone_region
 from leadcrm.directory.tables import memberships, organizations, users
 from leadcrm.platform.errors import Forbidden
 
 
 def resolve_actor(conn: Connection, auth_subject: str, organization_id: uuid.UUID) -> Actor:
     """The caller's active membership in the organization, in one query; 403 when there is none.
+
+    The same row brings the organization's features and the region it reads national phone numbers in.
 
     An organization that does not exist, or that the platform deleted, answers exactly like one the caller is
     not a member of.
@@ -28,6 +30,8 @@ def resolve_actor(conn: Connection, auth_subject: str, organization_id: uuid.UUI
                 memberships.c.id.label("membership_id"),
                 memberships.c.role,
                 organizations.c.features,
+                organizations.c.country_code,
+                organizations.c.timezone,
             )
             .select_from(
                 users.join(memberships, memberships.c.user_id == users.c.id).join(
@@ -53,6 +57,7 @@ def resolve_actor(conn: Connection, auth_subject: str, organization_id: uuid.UUI
         membership_id=row["membership_id"],
         role=Role(row["role"]),
         features=enabled_features(row["features"]),
+        phone_region=phone_region(row["country_code"], row["timezone"]),
     )
 
 

@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Integer, Text, Uuid, func, insert, literal, s
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.directory.tables import organizations
+from leadcrm.directory.queries import organization_phone_region
 from leadcrm.ingestion.csv_import import (
     CHUNK_ROWS,
     COMPLETED,
@@ -231,10 +231,7 @@ def _lock_people(conn: Connection, organization_id: uuid.UUID, rows: list[Import
 def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[ImportRow]) -> PeopleIndex:
     """The organization's leads any row may be, in one query on the dedup indexes (lower(email), the phone's
     last seven digits), oldest first, with the organization's region for comparing phones."""
-    region = conn.execute(
-        select(organizations.c.country_code).where(organizations.c.id == organization_id)
-    ).scalar_one_or_none()
-    people = PeopleIndex(region)
+    people = PeopleIndex(organization_phone_region(conn, organization_id))
     emails = sorted({key for row in rows if (key := normalized_email(row.email)) is not None})
     phone_keys = sorted({key for row in rows if (key := phone_lookup_key(row.phone)) is not None})
     if not emails and not phone_keys:

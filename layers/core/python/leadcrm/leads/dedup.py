@@ -14,6 +14,7 @@ from datetime import datetime
 
 from sqlalchemy import Connection, func, or_, select
 
+from leadcrm.directory.rules import phone_region
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.pseudonym_tokens import find_pseudonymized
 from leadcrm.leads.rules.identity import last_seven_digits
@@ -60,7 +61,8 @@ def find_same_person(
     first in the same transaction when a create depends on the answer.
 
     One query: candidates prefiltered by index on lower(email) and on the phone's last seven digits, with
-    the organization's region beside them; the phone is then compared in E.164 here."""
+    the organization's country and timezone beside them; the phone is then compared in E.164 here, read in
+    the organization's phone region (its country, else its timezone's: directory.rules.phone_region)."""
     email_key, last7 = normalized_email(email), last_seven_digits(phone)
     if last7 is None and (digits := phone_digits(phone)) is not None:
         last7 = digits  # a short number: matched digit for digit
@@ -72,7 +74,9 @@ def find_same_person(
         matches.append(func.right(leads.c.phone_digits, 7) == last7)
     if not matches:
         return None
-    region = select(organizations.c.country_code).where(organizations.c.id == organization_id).scalar_subquery()
+    this_organization = organizations.c.id == organization_id
+    country = select(organizations.c.country_code).where(this_organization).scalar_subquery()
+    timezone = select(organizations.c.timezone).where(this_organization).scalar_subquery()
     rows = conn.execute(
         select(
             leads.c.id,
@@ -82,7 +86,8 @@ def find_same_person(
             leads.c.status,
             leads.c.archived_at,
             leads.c.converted_membership_id,
-            region.label("region"),
+            country.label("country_code"),
+            timezone.label("timezone"),
         )
         .where(leads.c.organization_id == organization_id, or_(*matches))
         .order_by(leads.c.created_at, leads.c.id)
@@ -90,7 +95,7 @@ def find_same_person(
     ).all()
     for row in rows:
         same_email = email_key is not None and normalized_email(row.email) == email_key
-        if same_email or same_phone(phone, row.phone, row.region):
+        if same_email or same_phone(phone, row.phone, phone_region(row.country_code, row.timezone)):
             return ExistingLead(
                 id=row.id,
                 name=row.name,

@@ -22,8 +22,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Text, and_, cast, func, literal, or_, select, true
 
+from leadcrm.directory.queries import organization_phone_region
 from leadcrm.directory.rules import MembershipStatus
-from leadcrm.directory.tables import memberships, organizations, users
+from leadcrm.directory.tables import memberships, users
 from leadcrm.leads.rules.identity import (
     PersonKey,
     canonical_email,
@@ -43,11 +44,9 @@ _NOT_A_DIGIT = re.compile(r"[^0-9]")
 
 
 def organization_region(conn: Connection, organization_id: uuid.UUID) -> str | None:
-    """The organization's ISO country (e.g. "IL"): the region phones without "+" are read in."""
-    region = conn.execute(
-        select(organizations.c.country_code).where(organizations.c.id == organization_id)
-    ).scalar_one_or_none()
-    return region.upper() if region else None
+    """The region phones without "+" are read in (e.g. "IL"): the organization's country, else its
+    timezone's (directory.rules.phone_region)."""
+    return organization_phone_region(conn, organization_id)
 
 
 def _digits_of(column: Any) -> Any:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import Connection, or_, select
 
+from leadcrm.directory.rules import phone_region
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.rules.pseudonyms import Tokens, tokens_for
 from leadcrm.leads.tables import lead_pseudonyms, leads
@@ -78,13 +79,13 @@ def find_pseudonymized(
         return None
     has_pseudonyms = select(lead_pseudonyms.c.lead_id).where(lead_pseudonyms.c.organization_id == organization_id)
     org = conn.execute(
-        select(organizations.c.country_code, has_pseudonyms.exists().label("any")).where(
+        select(organizations.c.country_code, organizations.c.timezone, has_pseudonyms.exists().label("any")).where(
             organizations.c.id == organization_id
         )
     ).first()
     if org is None or not org.any:
         return None
-    tokens = person_tokens(organization_id, email, phone, org.country_code.upper() if org.country_code else None)
+    tokens = person_tokens(organization_id, email, phone, phone_region(org.country_code, org.timezone))
     if tokens is None or not tokens.any:
         return None
     matches = []

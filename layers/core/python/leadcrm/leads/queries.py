@@ -386,7 +386,7 @@ def _filter_conditions(actor: Actor, filters: LeadListFilters) -> list[ColumnEle
         matches = [
             leads.c.name.ilike(term.contains_pattern, escape="\\"),
             leads.c.email.ilike(term.contains_pattern, escape="\\"),
-            *(leads.c.phone_digits.like(pattern) for pattern in term.phone_patterns),
+            *(leads.c.phone_digits.like(pattern) for pattern in term.phone_patterns(actor.phone_region)),
         ]
         conditions.append(or_(*matches))
     return conditions

@@ -7,6 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+import phonenumbers
+
+from leadcrm.platform.timezones import country_of_timezone
+
 
 class Role(StrEnum):
     OWNER = "owner"
@@ -39,6 +43,9 @@ class Actor:
     membership_id: uuid.UUID | None
     role: Role | None
     features: frozenset[str]
+    # The region the organization reads phones typed without a country code in (`phone_region`), read with
+    # the membership: lead search derives a number's national form from it without another statement.
+    phone_region: str | None = None
 
     @property
     def is_staff(self) -> bool:
@@ -72,6 +79,22 @@ def enabled_features(features: dict[str, object] | list[str] | None) -> frozense
     if isinstance(features, list):
         return frozenset(str(f) for f in features)
     return frozenset(name for name, on in features.items() if on is True)
+
+
+def is_country_code(code: str) -> bool:
+    """An ISO 3166-1 alpha-2 code (upper case) that national phone numbers can be read in: the regions the
+    `phonenumbers` metadata covers (every country, and the territories with their own numbering plan)."""
+    return code in phonenumbers.SUPPORTED_REGIONS
+
+
+def phone_region(country_code: str | None, timezone: str | None) -> str | None:
+    """The region national phone numbers ("050-1234567") are read in: the organization's country, else the
+    country of its timezone ("Asia/Jerusalem" -> "IL"; leadcrm.platform.timezones), else none (UTC, or a
+    zone of several countries): then only numbers written with their country code can be compared."""
+    if country_code:
+        return country_code.upper()
+    default = country_of_timezone(timezone)
+    return default if default is not None and is_country_code(default) else None
 
 
 # The organization settings both the platform (organization.* events) and the settings route may change.

@@ -7,7 +7,9 @@ signs a child up with their own email. The rules here, all pure:
 - `canonical_email`: trimmed, lower case. Deliberately conservative: dots and `+tags` are kept, because
   whether `dana.cohen@x` and `danacohen@x` reach the same inbox is the mail provider's business, and a false
   "same person" writes to a stranger's lead.
-- `normalize_phone`: E.164 via `phonenumbers`, read in the organization's country when it has no `+`.
+- `normalize_phone`: E.164 via `phonenumbers`, read in the organization's region when it has no `+` (its
+  country, else its timezone's: `directory.rules.phone_region`); `national_significant_number` and
+  `national_part_of_international` are the digits every spelling of a number shares (lead search).
 - `last_seven_digits`: the SQL prefilter key, so rows typed by hand ("050-1234567") or imported without a
   country code are still candidates; the exact comparison happens here, on E.164.
 - `names_agree`: every word of the shorter name is in the longer one; across Hebrew and Latin scripts the
@@ -96,8 +98,40 @@ def normalize_phone(phone: str | None, default_region: str | None) -> str | None
     """The phone in E.164 ("+972501234567"), or None when it is missing, unparseable or not a number.
 
     A number without "+" is read in `default_region` (the organization's ISO country, e.g. "IL"). Rows imported
-    with the country code but without the "+" ("972501234567") are tried once more as international.
+    with the country code but without the "+" ("972501234567"), or with the "00" international prefix
+    ("00972501234567", dialled from most countries), are tried once more as international.
     """
+    parsed = parse_phone(phone, default_region)
+    if parsed is None:
+        return None
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+
+
+def national_significant_number(phone: str | None, default_region: str | None) -> str | None:
+    """The digits of the number without country code or trunk prefix ("+972 50-123-4567", "050-1234567" in
+    IL and "00972501234567" are all "501234567"): what every spelling of it has in its digits."""
+    parsed = parse_phone(phone, default_region)
+    return phonenumbers.national_significant_number(parsed) if parsed is not None else None
+
+
+def national_part_of_international(phone: str) -> str | None:
+    """The digits after the country code of a number written internationally ("+972 50-12" -> "5012",
+    "0044 20…" -> "20…"), even an incomplete one; None when it is not written with "+" or "00", or starts
+    with no country code. Country codes are prefix-free, so at most one of 1 to 3 leading digits is one."""
+    text = phone.strip()
+    digits = _NOT_A_DIGIT.sub("", text)
+    if not text.startswith("+"):
+        if not digits.startswith("00"):
+            return None
+        digits = digits[2:]
+    for length in (1, 2, 3):
+        if int(digits[:length] or 0) in phonenumbers.COUNTRY_CODE_TO_REGION_CODE:
+            return digits[length:].lstrip("0") or None
+    return None
+
+
+def parse_phone(phone: str | None, default_region: str | None) -> phonenumbers.PhoneNumber | None:
+    """The number `phone` is (see `normalize_phone`), or None."""
     if phone is None or not phone.strip():
         return None
     region = default_region.upper() if default_region else None
@@ -106,9 +140,9 @@ def normalize_phone(phone: str | None, default_region: str | None) -> str | None
         digits = _NOT_A_DIGIT.sub("", phone)
         if digits:
             parsed = _valid_number("+" + digits, None)
-    if parsed is None:
-        return None
-    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+        if parsed is None and digits.startswith("00"):
+            parsed = _valid_number("+" + digits[2:], None)
+    return parsed
 
 
 def _valid_number(text: str, region: str | None) -> phonenumbers.PhoneNumber | None:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import TypeVar
 
+from leadcrm.leads.rules.identity import national_part_of_international, national_significant_number
 from leadcrm.platform.errors import BadRequest
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ def escape_like(text: str) -> str:
 @dataclass(frozen=True)
 class SearchTerm:
     """What the user typed, normalized; matched case-insensitively inside name and email, and inside the
-    phone's digits when it has at least three digits."""
+    phone's digits when it has at least three digits (`phone_patterns`: in the organization's region)."""
 
     text: str
     digits: str | None
@@ -79,16 +80,22 @@ class SearchTerm:
     def contains_pattern(self) -> str:
         return f"%{escape_like(self.text)}%"
 
-    @property
-    def phone_patterns(self) -> tuple[str, ...]:
-        """Digit patterns: as typed, and without a trunk zero ("050…" also finds "+97250…")."""
+    def phone_patterns(self, region: str | None) -> tuple[str, ...]:
+        """LIKE patterns on the stored phone's digits that find the number however either side wrote it.
+
+        Beside the digits as typed: without a trunk zero ("050…" finds "+97250…"); after the country code of
+        a number typed internationally, even in part ("+97250…" and "0097250…" find "050…"); and the
+        national significant number of a whole number read in the organization's `region` ("8 912 345-67-89"
+        in RU finds "+79123456789"). A pattern inside another one matches everything the longer one does,
+        so only the shortest ones are kept (fewer OR arms, the same rows)."""
         if self.digits is None:
             return ()
-        patterns = [f"%{self.digits}%"]
-        national = self.digits.lstrip("0")
-        if national != self.digits and len(national) >= SEARCH_MIN_PHONE_DIGITS:
-            patterns.append(f"%{national}%")
-        return tuple(patterns)
+        candidates = [self.digits, self.digits.lstrip("0")]
+        candidates.append(national_part_of_international(self.text) or "")
+        candidates.append(national_significant_number(self.text, region) or "")
+        usable = {c for c in candidates if len(c) >= SEARCH_MIN_PHONE_DIGITS}
+        kept = sorted(c for c in usable if not any(other != c and other in c for other in usable))
+        return tuple(f"%{digits}%" for digits in kept)
 
 
 _WHITESPACE = re.compile(r"\s+")

@@ -1,0 +1,1 @@
+"""Routes and schemas of the directory: the organization's settings and its members."""

@@ -1,0 +1,96 @@
+"""Bodies of the organization's settings and members routes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator, model_validator
+
+from api.schemas import CamelModel, OutModel
+from leadcrm.directory.rules import Role, is_country_code
+from leadcrm.platform.timezones import MAX_TIMEZONE_LENGTH, is_iana_timezone
+
+# BCP 47 in the shape dashboards send: a language, then subtags ("he", "en-GB", "zh-Hant-TW", "es-419").
+LOCALE_PATTERN = r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,4}$"
+
+OrganizationName = Annotated[str, Field(min_length=1, max_length=200)]
+Locale = Annotated[str, Field(min_length=2, max_length=35, pattern=LOCALE_PATTERN)]
+Timezone = Annotated[str, Field(min_length=1, max_length=MAX_TIMEZONE_LENGTH)]
+Country = Annotated[str, Field(min_length=2, max_length=2)]
+
+
+class UpdateSettingsBody(CamelModel):
+    """Only the fields sent change. `country` and `defaultAssigneeUserId` may be null (cleared: national
+    phone numbers are then read in the timezone's country; work nobody is named for goes to the oldest
+    active owner); the others may not."""
+
+    name: OrganizationName | None = None
+    timezone: Timezone | None = None
+    country: Country | None = None
+    locale: Locale | None = None
+    default_assignee_user_id: uuid.UUID | None = None
+
+    @field_validator("timezone")
+    @classmethod
+    def _iana(cls, value: str | None) -> str | None:
+        if value is not None and not is_iana_timezone(value):
+            raise ValueError("timezone must be an IANA time zone name, e.g. Asia/Jerusalem")
+        return value
+
+    @field_validator("country")
+    @classmethod
+    def _iso_country(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        code = value.upper()
+        if not is_country_code(code):
+            raise ValueError("country must be an ISO 3166-1 alpha-2 code, e.g. IL")
+        return code
+
+    @model_validator(mode="after")
+    def _something_and_no_nulls(self) -> UpdateSettingsBody:
+        sent = self.model_fields_set
+        if not sent:
+            raise ValueError("send at least one setting")
+        for name in sent - {"country", "default_assignee_user_id"}:
+            if getattr(self, name) is None:
+                raise ValueError(f"{name} cannot be null")
+        return self
+
+    def changes(self) -> dict[str, Any]:
+        """The settings sent, by their column names."""
+        columns = {"country": "country_code"}
+        return {columns.get(name, name): getattr(self, name) for name in self.model_fields_set}
+
+
+class Settings(OutModel):
+    organization_id: uuid.UUID
+    name: str
+    timezone: str
+    country: str | None
+    locale: str
+    default_assignee_user_id: uuid.UUID | None
+    # The platform's (plans): read-only here.
+    features: list[str]
+    # The region national phone numbers are read in: `country`, else the timezone's country, else null.
+    phone_region: str | None
+    updated_at: datetime
+
+    @classmethod
+    def from_view(cls, view: dict[str, Any]) -> Settings:
+        return cls.model_validate({**view, "country": view["country_code"]})
+
+
+class SettingsEnvelope(OutModel):
+    data: Settings
+
+
+class Member(OutModel):
+    membership_id: uuid.UUID
+    user_id: uuid.UUID
+    role: Role
+    first_name: str | None
+    last_name: str | None
+    email: str | None
