@@ -250,6 +250,13 @@ class LocalStack:
         role = data.get("role", "member")
         if role not in ROLES:
             return _error(400, "VALIDATION_FAILED", f"role must be one of {', '.join(ROLES)}.")
+        # The account's phone as the platform would hold it (stored as written): self-signup's same-person
+        # rules compare it with leads' phones.
+        phone = data.get("phone")
+        if phone is not None and not (isinstance(phone, str) and 3 <= len(phone.strip()) <= 32):
+            return _error(400, "VALIDATION_FAILED", "phone must be a string of 3 to 32 characters.")
+        if phone is not None and "\x00" in phone:
+            return _error(400, "VALIDATION_FAILED", "phone must not contain NUL characters.")
         organization_id = None
         if data.get("organizationId") is not None:
             organization_id = parse_uuid(str(data["organizationId"]))
@@ -267,6 +274,7 @@ class LocalStack:
                 email=email,
                 first_name=data.get("firstName"),
                 last_name=data.get("lastName"),
+                phone=phone.strip() if phone is not None else None,
             )
             if organization_id is not None:
                 add_membership(conn, organization_id, user_id, Role(role))

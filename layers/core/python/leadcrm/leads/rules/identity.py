@@ -136,12 +136,15 @@ def parse_phone(phone: str | None, default_region: str | None) -> phonenumbers.P
         return None
     region = default_region.upper() if default_region else None
     parsed = _valid_number(phone, region)
-    if parsed is None and not phone.strip().startswith("+"):
-        digits = _NOT_A_DIGIT.sub("", phone)
-        if digits:
-            parsed = _valid_number("+" + digits, None)
-        if parsed is None and digits.startswith("00"):
-            parsed = _valid_number("+" + digits[2:], None)
+    if phone.strip().startswith("+"):
+        return parsed
+    digits = _NOT_A_DIGIT.sub("", phone)
+    if parsed is None and digits:
+        parsed = _valid_number("+" + digits, None)
+    if digits.startswith("00") and (parsed is None or not phonenumbers.is_valid_number(parsed)):
+        # "00" is the international prefix of most of the world, but not of every region (Japan dials 010):
+        # a number written from elsewhere is still that number, unless the region reads it as a real one.
+        parsed = _valid_number("+" + digits[2:], None) or parsed
     return parsed
 
 
