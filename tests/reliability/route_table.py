@@ -386,6 +386,17 @@ ROUTES.update(
             lambda w: Req(body={"userId": str(w.user_ids["coach"])}),
             foreign=400,  # ASSIGNEE_NOT_STAFF
         ),
+        # -- the organization: settings (staff read, owner/admin write), members (staff) ------------------------
+        "GET /organizations/{orgId}/settings": Row(STAFF, 200, foreign=None),
+        "PATCH /organizations/{orgId}/settings": Row(
+            MANAGER,
+            200,
+            lambda w: Req(body={"locale": "he-IL", "country": "IL", "defaultAssigneeUserId": str(w.user_ids["coach"])}),
+            foreign=400,  # another organization's coach: ASSIGNEE_NOT_STAFF, and nothing of ours changes
+        ),
+        "GET /organizations/{orgId}/members": Row(
+            STAFF, 200, lambda w: Req(query={"role": "owner,coach"}), foreign=None
+        ),
         # -- tickets: staff, or a member for their own; actions staff; configuration staff reads, owner/admin -----
         "GET /organizations/{orgId}/tickets": Row(MEMBER, 200, foreign=None),
         "POST /organizations/{orgId}/tickets": Row(
