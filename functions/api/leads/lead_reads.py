@@ -72,7 +72,9 @@ def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
         "lead's effective stage in that pipeline (its secondary placement's stage, else its primary stage "
         "when that pipeline is its primary one); without `pipelineId`, on the primary stage. `assignedTo` is "
         "`me` (the caller) or `unassigned`; other users' ids are not accepted. `search` matches name and "
-        "email case-insensitively, and the phone's digits when the term has 3 digits or more. `nextCursor` "
+        "email case-insensitively, and the phone's digits when the term has 3 digits or more, whichever way "
+        "either was written (`+972501234567` finds `050-1234567` and the reverse; national numbers are read in "
+        "the organization's phone region, see `GET …/settings`). `nextCursor` "
         "is valid only with the sort and order it was issued for."
     ),
 )
