@@ -10,13 +10,13 @@ from pydantic import Field, field_validator, model_validator
 
 from api.schemas import CamelModel, OutModel
 from leadcrm.directory.rules import Role, is_country_code
+from leadcrm.directory.rules.sync import LOCALE, MAX_LOCALE, MAX_ORGANIZATION_NAME
 from leadcrm.platform.timezones import MAX_TIMEZONE_LENGTH, is_iana_timezone
 
-# BCP 47 in the shape dashboards send: a language, then subtags ("he", "en-GB", "zh-Hant-TW", "es-419").
-LOCALE_PATTERN = r"^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8}){0,4}$"
-
-OrganizationName = Annotated[str, Field(min_length=1, max_length=200)]
-Locale = Annotated[str, Field(min_length=2, max_length=35, pattern=LOCALE_PATTERN)]
+# The bounds the platform's organization events are read with (directory.rules.sync): what one writer may
+# set, the other may too. A locale is BCP 47 as dashboards send it ("he", "en-GB", "zh-Hant-TW", "es-419").
+OrganizationName = Annotated[str, Field(min_length=1, max_length=MAX_ORGANIZATION_NAME)]
+Locale = Annotated[str, Field(min_length=2, max_length=MAX_LOCALE, pattern=f"^{LOCALE.pattern}$")]
 Timezone = Annotated[str, Field(min_length=1, max_length=MAX_TIMEZONE_LENGTH)]
 Country = Annotated[str, Field(min_length=2, max_length=2)]
 

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-import phonenumbers
-
 from leadcrm.platform.timezones import country_of_timezone
 
 
@@ -82,8 +80,11 @@ def enabled_features(features: dict[str, object] | list[str] | None) -> frozense
 
 
 def is_country_code(code: str) -> bool:
-    """An ISO 3166-1 alpha-2 code (upper case) that national phone numbers can be read in: the regions the
-    `phonenumbers` metadata covers (every country, and the territories with their own numbering plan)."""
+    """An ISO 3166-1 alpha-2 code (upper case) that national phone numbers can be read in (the country's use:
+    leads.rules.identity): the regions the `phonenumbers` metadata covers (every country, and the territories
+    with their own numbering plan)."""
+    import phonenumbers  # lazily: most callers of directory never read a country
+
     return code in phonenumbers.SUPPORTED_REGIONS
 
 

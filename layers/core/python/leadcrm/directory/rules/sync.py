@@ -19,10 +19,10 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from typing import Any
 
-from leadcrm.directory.rules import STAFF_ROLES, MembershipStatus, Role
+from leadcrm.directory.rules import STAFF_ROLES, MembershipStatus, Role, is_country_code
+from leadcrm.platform.timezones import is_iana_timezone
 
 MAX_ORGANIZATION_NAME = 200
 MAX_PERSON_NAME = 200
@@ -269,22 +269,6 @@ def parse_instant(value: object) -> datetime:
     return parsed.astimezone(UTC)
 
 
-@cache
-def iana_timezones() -> frozenset[str]:
-    """The zones of the IANA database (not the installation's own files: Factory, localtime, posixrules)."""
-    from zoneinfo import available_timezones
-
-    return frozenset(available_timezones()) - {"Factory", "localtime", "posixrules"}
-
-
-@cache
-def readable_countries() -> frozenset[str]:
-    """The countries whose national phone numbers can be read (the country's use: leads.rules.identity)."""
-    import phonenumbers  # lazily: most callers of directory never parse a country
-
-    return frozenset(phonenumbers.SUPPORTED_REGIONS)
-
-
 def _require_object(detail: object) -> None:
     if not isinstance(detail, Mapping):
         raise MalformedDetail("the detail is not an object")
@@ -364,7 +348,7 @@ def _email(value: object) -> str | None:
 
 
 def _timezone(value: object) -> str:
-    if not isinstance(value, str) or value not in iana_timezones():
+    if not isinstance(value, str) or not is_iana_timezone(value):
         raise MalformedDetail("timezone is not an IANA time zone")
     return value
 
@@ -372,7 +356,7 @@ def _timezone(value: object) -> str:
 def _country(value: object) -> str | None:
     if value is None or value == "":
         return None
-    if not isinstance(value, str) or len(value) != 2 or value.upper() not in readable_countries():
+    if not isinstance(value, str) or len(value) != 2 or not is_country_code(value.upper()):
         raise MalformedDetail("country is not an ISO 3166-1 alpha-2 code")
     return value.upper()
 
