@@ -16,6 +16,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, ExceptionContext, make_url
 
 from leadcrm.platform.config import DatabaseSettings, get_settings
+from leadcrm.platform.db.storable import storable_json, storable_parameters
 
 _engine: Engine | None = None
 _lock = threading.Lock()
@@ -65,11 +66,14 @@ def build_engine(settings: DatabaseSettings) -> Engine:
         pool_pre_ping=True,
         pool_recycle=900,
         connect_args=connect_args,
+        json_serializer=storable_json,
     )
     if settings.auth_mode == "iam":
         _mint_iam_token_per_connection(engine, settings)
     event.listen(engine, "connect", _disable_nagle)
     event.listen(engine, "handle_error", discard_unless_the_server_answered)
+    # No NUL reaches PostgreSQL, whatever the column (storable.py).
+    event.listen(engine, "before_cursor_execute", storable_parameters, retval=True)
     return engine
 
 
