@@ -21,7 +21,8 @@ from sqlalchemy.exc import DBAPIError, StatementError
 
 from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
 from leadcrm.platform.db.engine import get_engine
-from leadcrm.platform.db.uow import UnitOfWork, transaction
+from leadcrm.platform.db.transactions import transaction
+from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import NotFound
 from tests.support.api import call_api
 from tests.support.reliability_helpers import OrgWorld, make_world

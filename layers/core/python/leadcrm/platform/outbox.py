@@ -11,7 +11,7 @@ from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, func, literal,
 
 from leadcrm.platform.adapters import eventbridge
 from leadcrm.platform.db.recordsets import recordset
-from leadcrm.platform.db.uow import transaction
+from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.tables import outbox
 

@@ -10,7 +10,7 @@ from sqlalchemy import (
     update,
 )
 
-from leadcrm.platform.db.uow import transaction
+from leadcrm.platform.db.transactions import transaction
 from leadcrm.qualification.rules.merges import (
     UNDO_WINDOW,
 )

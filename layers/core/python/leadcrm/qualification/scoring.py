@@ -43,7 +43,7 @@ from leadcrm.directory.tables import organizations
 from leadcrm.leads.moves import id_list
 from leadcrm.leads.tables import lead_activity_events, leads
 from leadcrm.platform.db.recordsets import recordset
-from leadcrm.platform.db.uow import transaction
+from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.ids import parse_uuid, uuid7
 from leadcrm.qualification.rules.qualification import QualificationState
 from leadcrm.qualification.rules.scoring import FieldValue, LeadFacts, ScoringModel, model_from_row, score_lead

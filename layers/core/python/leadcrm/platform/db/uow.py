@@ -9,8 +9,7 @@ in the outbox and the relay job sends it later.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from types import TracebackType
 
 from sqlalchemy import Connection, DateTime, Engine, Insert, Text, Uuid, insert, select
@@ -18,7 +17,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.recordsets import recordset
-from leadcrm.platform.errors import AppError
+from leadcrm.platform.db.transactions import end_transaction
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.tables import outbox
 
@@ -53,44 +52,6 @@ def _outbox_insert(events: Sequence[DomainEvent]) -> Insert:
     ]
     source = recordset("outbox_rows", "outbox_rows", rows, _OUTBOX_COLUMNS)
     return insert(outbox).from_select(list(_OUTBOX_COLUMNS), select(*(source.c[n] for n in _OUTBOX_COLUMNS)))
-
-
-def end_transaction(connection: Connection, exc: BaseException | None, *, committed: bool) -> None:
-    """Hand the connection back to the pool only in a state known to be clean.
-
-    A unit of work left by an exception invalidates its connection (closed, never reused; the pool opens a
-    new one), whatever the exception was: a statement interrupted in the driver, a Python error between two
-    statements, an interrupt. The one exception is our own AppError, a refusal the code raised on purpose
-    between completed statements; the engine's handle_error guard (engine.py) has already invalidated the
-    connection if a statement failed on the way, so a rollback is enough.
-    """
-    try:
-        if exc is not None and not isinstance(exc, AppError):
-            connection.invalidate(exc)
-        elif not committed:
-            try:
-                connection.rollback()
-            except BaseException as failed:
-                if not connection.invalidated:
-                    connection.invalidate(failed)
-                raise
-    finally:
-        connection.close()
-
-
-@contextmanager
-def transaction(engine: Engine | None = None) -> Iterator[Connection]:
-    """`engine.begin()` for work that needs no events (jobs' batches, the outbox's own stamps): commits when
-    the block ends, rolls back and invalidates the connection like a UnitOfWork when it raises."""
-    connection = (engine or get_engine()).connect()
-    connection.begin()
-    try:
-        yield connection
-        connection.commit()
-    except BaseException as error:
-        end_transaction(connection, error, committed=False)
-        raise
-    connection.close()
 
 
 class UnitOfWork:
