@@ -36,7 +36,7 @@ from leadcrm.ingestion.rules.meta import (
     leadgen_changes,
 )
 from leadcrm.platform import json_limits
-from leadcrm.platform.adapters import ingestion_queue, integration_secrets
+from leadcrm.platform.adapters import ingestion_queue, integration_secrets, webhook_bodies
 from leadcrm.platform.failures import json_object, reading, rejecting_permanent
 
 logger = Logger(service="leadcrm")
@@ -54,7 +54,7 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     that is no webhook (a payload `5`) is rejected: recorded, counted, acknowledged."""
     with reading("leadgen webhook"):
         body = json_object(json_limits.loads(record.body), "the SQS body")
-        changes = leadgen_changes(json_object(body.get("payload"), "the payload"))
+        changes = leadgen_changes(json_object(webhook_bodies.payload_of(body), "the payload"))
     logger.info("leadgen webhook received", extra={"messageId": record.message_id, "changes": len(changes)})
     outcomes = [fetch_and_forward(change, received_at=body.get("receivedAt")) for change in changes]
     return {"outcomes": outcomes}

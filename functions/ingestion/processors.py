@@ -16,6 +16,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from leadcrm.ingestion.csv_import_runner import run_import
 from leadcrm.ingestion.rules.meta import fetched_lead_from_payload, whatsapp_messages
 from leadcrm.ingestion.webhook_leads import DROPPED, Ingested, ingest_meta_lead, ingest_whatsapp_message
+from leadcrm.platform.adapters import webhook_bodies
 from leadcrm.platform.adapters.ingestion_queue import forward_to_graph_fetch
 from leadcrm.platform.failures import json_object, reading
 
@@ -40,7 +41,7 @@ def meta_leadgen(body: dict[str, Any], context: Any) -> None:
 def whatsapp(body: dict[str, Any], context: Any) -> None:
     """G7: every inbound message of a WhatsApp Cloud webhook (organic ones are dropped and counted)."""
     with reading("WhatsApp webhook"):
-        messages = whatsapp_messages(json_object(body.get("payload"), "the payload"))
+        messages = whatsapp_messages(json_object(webhook_bodies.payload_of(body), "the payload"))
     for message in messages:
         count(ingest_whatsapp_message(message))
 
