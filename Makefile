@@ -8,7 +8,7 @@ export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/core/python:$(CURDIR)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev test redrive test-unit test-integration test-infra test-e2e test-reliability lint openapi synth layer migrate clean
+.PHONY: install dev admin test redrive test-unit test-integration test-infra test-e2e test-reliability lint openapi synth layer migrate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,12 @@ install: $(BIN)/.installed
 dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
 
+# make admin ARGS="create-organization --name … --owner-email … --owner-subject …" (infra/admin.py: add-member,
+# set-role, remove-member, show-organization; --aws invokes the deployed admin function instead).
+ARGS ?= --help
+admin: install  ## operator commands on the directory, against the local stack's database or (--aws) the deployed stack
+	$(BIN)/python -m infra.admin $(ARGS)
+
 # pytest-xdist: TEST_WORKERS processes, each with its own PostgreSQL cluster (copied from one migrated
 # template) and local stack; whole modules per worker, the slowest handed out first (tests/conftest.py).
 TEST_WORKERS ?= 2
@@ -30,6 +36,11 @@ PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 CAP ?=
 CAP_TESTS = $(wildcard tests/unit/$(CAP) tests/integration/$(CAP) tests/infra/$(CAP) tests/e2e/$(CAP))
 
+# The context `make test` and `make synth` synthesize with: the example values of infra/test-context.json,
+# never a deployment's (cdk.json has none: a deploy takes its own with -c, see README "Deploy").
+# `make synth SYNTH_CONTEXT=my-context.json` checks your own values offline.
+SYNTH_CONTEXT ?= infra/test-context.json
+
 test: install  ## lint (ruff + import contracts), synth (cdk-nag) + cfn-lint, then every kind of test, in parallel
 ifneq ($(CAP),)
 	@test -n "$(CAP_TESTS)" || { echo "no tests for capability '$(CAP)' (tests/<kind>/$(CAP)/)"; exit 2; }
@@ -37,7 +48,7 @@ ifneq ($(CAP),)
 else
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
-	$(BIN)/python infra/app.py
+	$(BIN)/python infra/app.py --context-file $(SYNTH_CONTEXT)
 	$(BIN)/cfn-lint --non-zero-exit-code error cdk.out/LeadCrmStack.template.json
 	$(BIN)/python -m pytest -q $(PARALLEL)
 endif
@@ -67,8 +78,8 @@ openapi: install  ## writes openapi.json from the API's routes
 	$(BIN)/python -c "import json, api.handler as h; json.dump(h.openapi_schema(), open('openapi.json', 'w'), indent=2)"
 	@echo "wrote openapi.json"
 
-synth: install  ## synthesizes the CDK app offline into cdk.out/
-	$(BIN)/python infra/app.py
+synth: install  ## synthesizes the CDK app offline into cdk.out/ (with SYNTH_CONTEXT, default infra/test-context.json)
+	$(BIN)/python infra/app.py --context-file $(SYNTH_CONTEXT)
 
 # Lambda python3.12 on arm64 runs Amazon Linux 2023 (glibc 2.34): manylinux2014 (glibc 2.17) and
 # manylinux_2_28 aarch64 wheels both load there. --only-binary: nothing is compiled on this machine.

@@ -1,4 +1,4 @@
-"""Functions: the six Lambda functions, built from one code asset rooted at ``functions/``.
+"""Functions: the seven Lambda functions, built from one code asset rooted at ``functions/``.
 
 Every function gets the same runtime, architecture, layers (core, dependencies: their files do not
 overlap), tracing, log retention and Powertools settings; only the handler, size and network placement
@@ -7,14 +7,15 @@ functions: each one grants its own permissions and sets the environment variable
 resources, so a capability can be read (and later removed) in one file. The variables the code reads,
 and who sets them:
 
-- all six: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
+- all seven: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
 - api, ingestion, task_lifecycle: ``DB_AUTH_MODE``, ``DB_HOST``, ``DB_PORT``, ``DB_NAME``, ``DB_USER``,
   ``DB_SECRET_ARN`` (``Database``) and ``EVENT_BUS_NAME`` (``DomainEvents``);
 - webhooks: ``INGESTION_QUEUE_URL``, ``GRAPH_FETCH_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN``
   (``WebhookIngress``);
 - graph_fetch: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``INTEGRATION_SECRET_PREFIX`` (``LeadIngestion``);
   ``META_GRAPH_BASE_URL`` is left to its default (the Graph API);
-- migrations: the ``DB_*`` settings (``Database``, through ``Migrations``) and ``MIGRATIONS_HASH``.
+- migrations: the ``DB_*`` settings (``Database``, through ``Migrations``) and ``MIGRATIONS_HASH``;
+- admin: the ``DB_*`` settings and ``EVENT_BUS_NAME`` (the stack grants them: it writes as the consumers do).
 """
 
 from dataclasses import dataclass
@@ -106,11 +107,21 @@ MIGRATIONS = FunctionSpec(
     timeout=Duration.minutes(5),
     in_vpc=True,
 )
-FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, GRAPH_FETCH, TASK_LIFECYCLE, MIGRATIONS)
+# Invoked by operators with IAM (`make admin ARGS="… --aws"`), never by traffic: bootstraps organizations and
+# their staff through the directory's own consumers, so no one needs a route into the isolated subnets.
+ADMIN = FunctionSpec(
+    construct_id="Admin",
+    handler="admin.handler.lambda_handler",
+    description="LeadCRM operator commands: create organizations, add members, set roles (make admin --aws)",
+    memory_size=512,
+    timeout=Duration.seconds(30),
+    in_vpc=True,
+)
+FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, GRAPH_FETCH, TASK_LIFECYCLE, MIGRATIONS, ADMIN)
 
 
 class LambdaFunctions(Construct):
-    """The api, webhooks, ingestion, graph_fetch, task_lifecycle and migrations functions."""
+    """The api, webhooks, ingestion, graph_fetch, task_lifecycle, migrations and admin functions."""
 
     def __init__(
         self,
@@ -135,6 +146,7 @@ class LambdaFunctions(Construct):
         self.graph_fetch = self._function(GRAPH_FETCH)
         self.task_lifecycle = self._function(TASK_LIFECYCLE)
         self.migrations = self._function(MIGRATIONS)
+        self.admin = self._function(ADMIN)
 
         NagSuppressions.add_resource_suppressions(
             self,
@@ -176,7 +188,7 @@ class LambdaFunctions(Construct):
 
     @property
     def all(self) -> list[lambda_.Function]:
-        return [*self.traffic, self.migrations]
+        return [*self.traffic, self.migrations, self.admin]
 
     def _function(self, spec: FunctionSpec) -> lambda_.Function:
         log_group = logs.LogGroup(self, f"{spec.construct_id}Logs", retention=self._log_retention)

@@ -44,6 +44,8 @@ def _print_banner(stack: LocalStack) -> None:
         f"LeadCRM local stack on {base}  (OpenAPI: {base}/openapi.json)",
         f"Demo organization {org}",
         *(f"  {role:<6} userId={u['userId']}\n         token={u['token']}" for role, u in demo["users"].items()),
+        f"Sign-in: issuer {stack.authority.issuer} (JWKS and discovery under {stack.authority.issuer}/.well-known/); "
+        f'POST {base}/_local/tokens {{"sub": <authSubject>}} mints a token',
         f"Webhook verify token: {LOCAL_META_VERIFY_TOKEN} (app secret: env META_APP_SECRET, default local-app-secret)",
         "Try:",
         f"  curl -s -X POST {base}/organizations/{org}/leads -H 'authorization: Bearer {coach}' "

@@ -8,10 +8,9 @@ import os
 import uuid
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from infra.local import aws
-from infra.local.auth import LocalAuthority
+from infra.local.auth import KEY_FILE, MAX_TTL_SECONDS, TOKEN_DAYS, JwtAuthorizer, LocalAuthority, TokenRefused
 from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_result, make_server
 from infra.local.graph import LocalGraph
 from infra.local.lambdas import LocalLambdas
@@ -58,7 +57,9 @@ class LocalStack:
         self.cors_origin = cors_origin
         self.postgres: LocalPostgres | None = None
         self.lambdas = LocalLambdas()
-        self.authority = LocalAuthority(data_dir / "jwt-signing-key")
+        # The issuer is this server's own URL, known only once it is bound: both are set in start().
+        self.authority: LocalAuthority
+        self.authorizer: JwtAuthorizer
         self.pollers: list[QueuePoller] = []
         self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
         self.graph = LocalGraph()  # Meta Graph's lead endpoint, for the graph_fetch function
@@ -98,6 +99,9 @@ class LocalStack:
             thread.start()
         self.server = make_server(self.port, self.dispatch)
         self.port = self.server.server_address[1]
+        self.authority = LocalAuthority(self.data_dir / KEY_FILE, issuer=f"http://127.0.0.1:{self.port}/_local")
+        # What API Gateway is configured with (issuer, audiences) plus the JWKS it fetches from the issuer.
+        self.authorizer = self.authority.authorizer()
         # Graph is this server's /_local/graph (read by the functions only after the server is up).
         os.environ.setdefault("META_GRAPH_BASE_URL", f"http://127.0.0.1:{self.port}/_local/graph")
         os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
@@ -140,9 +144,11 @@ class LocalStack:
             return lambda_result(self.lambdas.invoke("webhooks", event))
         claims = None
         if not path.startswith(PUBLIC_API_PREFIXES):
-            claims = self.authority.verify(headers.get("authorization"))
-            if claims is None:  # the JWT authorizer refuses before Lambda runs, in API Gateway's own words
-                return 401, self._cors(dict(JSON)), b'{"message":"Unauthorized"}'
+            try:
+                claims = self.authorizer.claims(headers.get("authorization"))
+            except TokenRefused as refusal:  # the JWT authorizer refuses before Lambda runs, in its own words
+                challenge = f'Bearer scope="" error="invalid_token" error_description="{refusal}"'
+                return 401, self._cors({**JSON, "www-authenticate": challenge}), b'{"message":"Unauthorized"}'
         event = http_api_event(method, path, query, headers, body, claims=claims)
         status, reply_headers, payload = lambda_result(self.lambdas.invoke("api", event))
         return status, self._cors(reply_headers), payload
@@ -196,28 +202,42 @@ class LocalStack:
 
     # --- local-only routes -----------------------------------------------------------------------------
     def create_org(self, data: dict[str, Any]) -> Reply:
-        from leadcrm.directory.provisioning import add_membership, create_organization, create_user
-        from leadcrm.directory.rules import Role
-        from leadcrm.platform.db.engine import get_engine
+        """A demo organization with one user per role, made as the admin command makes one: the directory's
+        platform-event consumers apply organization.created, user.created and membership.created."""
+        from leadcrm.directory.administration import AdminError, DirectoryAdmin, Person
+        from leadcrm.platform.db.uow import UnitOfWork
+        from leadcrm.wiring import handle_event
 
         name = str(data.get("name") or "Demo Studio")
-        timezone = str(data.get("timezone") or "UTC")
-        try:
-            ZoneInfo(timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            return _error(400, "VALIDATION_FAILED", "timezone must be an IANA time zone name.")
         suffix = uuid.uuid4().hex[:8]
-        users: dict[str, dict[str, str]] = {}
-        with get_engine().begin() as conn:
-            organization_id = create_organization(conn, name, timezone=timezone)
-            for role in ROLES:
-                subject, email = str(uuid.uuid4()), f"{role}+{suffix}@demo.leadcrm.local"
-                user_id = create_user(
-                    conn, auth_subject=subject, email=email, first_name=role.title(), last_name="Demo"
+        people = {
+            role: Person(
+                email=f"{role}+{suffix}@demo.leadcrm.local",
+                subject=str(uuid.uuid4()),
+                first_name=role.title(),
+                last_name="Demo",
+            )
+            for role in ROLES
+        }
+        try:
+            with UnitOfWork() as uow:
+                admin = DirectoryAdmin(uow.connection, lambda kind, detail: handle_event(uow.connection, kind, detail))
+                created = admin.create_organization(
+                    name=name, owner=people["owner"], timezone=str(data.get("timezone") or "UTC")
                 )
-                add_membership(conn, organization_id, user_id, Role(role))
-                users[role] = {"userId": str(user_id), "token": self.authority.issue(subject, email)}
-        return _json(201, {"data": {"organizationId": str(organization_id), "name": name, "users": users}})
+                organization_id = created["organizationId"]
+                user_ids = {"owner": created["owner"]["userId"]}
+                for role in ROLES[1:]:
+                    added = admin.add_member(organization_id=organization_id, person=people[role], role=role)
+                    user_ids[role] = added["userId"]
+                uow.commit()
+        except AdminError as refused:
+            return _error(400, "VALIDATION_FAILED", str(refused))
+        users = {
+            role: {"userId": user_ids[role], "token": self.authority.issue(person.subject or "", person.email)}
+            for role, person in people.items()
+        }
+        return _json(201, {"data": {"organizationId": organization_id, "name": name, "users": users}})
 
     def create_local_user(self, data: dict[str, Any]) -> Reply:
         from sqlalchemy import select
@@ -252,6 +272,27 @@ class LocalStack:
             if organization_id is not None:
                 add_membership(conn, organization_id, user_id, Role(role))
         return _json(201, {"data": {"userId": str(user_id), "token": self.authority.issue(subject, email)}})
+
+    def mint_token(self, data: dict[str, Any]) -> Reply:
+        """A token for any subject: a user made through directory events signs in with its authSubject."""
+        unknown = sorted(set(data) - {"sub", "email", "ttlSeconds"})
+        if unknown:
+            return _error(400, "VALIDATION_FAILED", f"Unknown field(s): {', '.join(unknown)}.")
+        subject, email, ttl = data.get("sub"), data.get("email"), data.get("ttlSeconds", TOKEN_DAYS * 86400)
+        if not isinstance(subject, str) or not subject.strip() or len(subject) > 255:
+            return _error(400, "VALIDATION_FAILED", "sub must be a non-empty string of at most 255 characters.")
+        if email is not None and (not isinstance(email, str) or len(email) > 320):
+            return _error(400, "VALIDATION_FAILED", "email must be a string of at most 320 characters.")
+        if not isinstance(ttl, int) or isinstance(ttl, bool) or not 1 <= ttl <= MAX_TTL_SECONDS:
+            return _error(400, "VALIDATION_FAILED", f"ttlSeconds must be an integer from 1 to {MAX_TTL_SECONDS}.")
+        token, expires_at = self.authority.mint(subject, email, ttl)
+        return _json(201, {"data": {"token": token, "expiresAt": expires_at.isoformat()}})
+
+    def serve_jwks(self, data: dict[str, Any]) -> Reply:
+        return _json(200, self.authority.jwks())
+
+    def serve_openid_configuration(self, data: dict[str, Any]) -> Reply:
+        return _json(200, self.authority.openid_configuration())
 
     def deliver_email(self, raw: bytes) -> Reply:
         from leadcrm.platform.adapters.aws import client
@@ -318,6 +359,9 @@ class LocalStack:
 LOCAL_ROUTES = {
     ("POST", "/_local/orgs"): LocalStack.create_org,
     ("POST", "/_local/users"): LocalStack.create_local_user,
+    ("POST", "/_local/tokens"): LocalStack.mint_token,
+    ("GET", "/_local/.well-known/jwks.json"): LocalStack.serve_jwks,
+    ("GET", "/_local/.well-known/openid-configuration"): LocalStack.serve_openid_configuration,
     ("POST", "/_local/email"): LocalStack.deliver_email,
     ("GET", "/_local/sent-emails"): LocalStack.list_sent_emails,
     ("POST", "/_local/events"): LocalStack.put_event,

@@ -65,8 +65,10 @@ class LeadCrmStack(Stack):
             "Migrations",
             handler=functions.migrations,
             database=self.database,
-            before=functions.database_clients,
+            before=[*functions.database_clients, functions.admin],
         )
+        # The operators' admin function writes the directory as the consumers do (infra/admin.py --aws).
+        self.database.grant_client(functions.admin)
         InboundEmail(
             self,
             "Email",
@@ -77,7 +79,7 @@ class LeadCrmStack(Stack):
         domain_events = DomainEvents(
             self,
             "DomainEvents",
-            publishers=functions.database_clients,
+            publishers=[*functions.database_clients, functions.admin],
             task_lifecycle_queue=messaging.task_lifecycle,
         )
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
@@ -120,4 +122,10 @@ class LeadCrmStack(Stack):
 
         CfnOutput(self, "ApiUrl", value=api.url, description="HTTP API base URL")
         CfnOutput(self, "WebhookUrl", value=webhooks.url, description="Meta/WhatsApp webhook callback URL")
+        CfnOutput(
+            self,
+            "AdminFunctionName",
+            value=functions.admin.function_name,
+            description="Operator commands: make admin ARGS=\"… --aws\" invokes it with your IAM credentials",
+        )
         CfnOutput(self, "EventBusName", value=domain_events.bus.event_bus_name, description="Domain event bus")

@@ -41,11 +41,22 @@ def _forget_aws_clients_and_settings() -> Iterator[None]:
     yield None
 
 
+# The explicit context every infra test synthesizes with (cdk.json holds no deployment's values).
+TEST_CONTEXT_FILE = REPO_ROOT / "infra" / "test-context.json"
+
+
 @pytest.fixture(scope="session")
-def app_and_stack() -> tuple[Any, Any]:
+def synth_context() -> dict[str, Any]:
+    from infra.app import read_context_file
+
+    return read_context_file(TEST_CONTEXT_FILE)
+
+
+@pytest.fixture(scope="session")
+def app_and_stack(synth_context: dict[str, Any]) -> tuple[Any, Any]:
     from infra.app import build_app
 
-    return build_app()
+    return build_app(context=synth_context)
 
 
 @pytest.fixture(scope="session")
@@ -74,6 +85,7 @@ HANDLERS = {
     "graph_fetch": "graph_fetch.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
     "migrations": "migrations.handler.lambda_handler",
+    "admin": "admin.handler.lambda_handler",
 }
 
 

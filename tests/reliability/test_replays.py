@@ -315,6 +315,64 @@ def meta_delivery(stage: Stage, body: dict[str, Any], path: str = "/webhooks/met
 # -- ingestion: Meta, WhatsApp, SES inbound mail -------------------------------------------------------------
 
 
+# -- task_lifecycle: the platform's directory events (organization.*, user.*, membership.*) -------------------
+
+
+def _written(table: str, row_id: uuid.UUID, condition: str = "true") -> tuple[int, ...]:
+    """Whether the row exists and meets `condition`, and when it was last written (µs: any rewrite shows)."""
+    with get_engine().connect() as conn:
+        row = conn.execute(
+            text(f"SELECT ({condition}) AS met, updated_at FROM {table} WHERE id = :i"), {"i": row_id}
+        ).first()
+    return (0, 0) if row is None else (int(row.met), int(row.updated_at.timestamp() * 1_000_000))
+
+
+def _directory_event(detail_type: str) -> Callable[[Stage], Delivery]:
+    """One platform directory event: its row is written once, however often and however concurrently told."""
+    from tests.support.directory_sync_helpers import (
+        membership_deletion,
+        membership_detail,
+        organization_detail,
+        user_detail,
+    )
+
+    def prepare(_: Stage) -> Delivery:
+        world = make_world()
+        fresh = uuid.uuid4()
+        coach = (world.membership_ids["coach"], world.id, world.user_ids["coach"])
+        detail, effect = {
+            "organization.created": (organization_detail(fresh), lambda: _written("organizations", fresh)),
+            "organization.updated": (
+                organization_detail(world.id, name="Renamed"),
+                lambda: _written("organizations", world.id, "name = 'Renamed'"),
+            ),
+            "organization.deleted": (
+                {"organizationId": str(world.id), "deletedAt": "2026-12-01T09:00:00Z"},
+                lambda: _written("organizations", world.id, "deleted_at IS NOT NULL"),
+            ),
+            "user.created": (user_detail(fresh, email=unique_email("platform")), lambda: _written("users", fresh)),
+            "user.updated": (
+                user_detail(world.user_ids["member"], first_name="Renamed"),
+                lambda: _written("users", world.user_ids["member"], "first_name = 'Renamed'"),
+            ),
+            "membership.created": (
+                membership_detail(fresh, world.id, make_person(None).user_id),
+                lambda: _written("memberships", fresh),
+            ),
+            "membership.updated": (
+                membership_detail(*coach, role="member"),
+                lambda: (*_written("memberships", coach[0], "role = 'member'"), *_org_counts(world.id, "outbox")),
+            ),
+            "membership.deleted": (
+                membership_deletion(world.membership_ids["member"], world.id, 0),
+                lambda: _written("memberships", world.membership_ids["member"], "deleted_at IS NOT NULL"),
+            ),
+        }[detail_type]
+        return Delivery(_to_task_lifecycle(_platform_record(detail_type, detail)), effect)
+
+    return prepare
+
+
 def _org_counts(org_id: uuid.UUID, *tables: str) -> tuple[int, ...]:
     return tuple(_count(f"SELECT count(*) FROM {t} WHERE organization_id = :o", o=org_id) for t in tables)
 
@@ -538,6 +596,14 @@ ENTRIES = [
     Entry("task_lifecycle: entitlement.activated", _entitlement_activated),
     Entry("task_lifecycle: membership.join_released", _join_released),
     Entry("task_lifecycle: membership.status_changed", _membership_status_changed),
+    Entry("task_lifecycle: organization.created", _directory_event("organization.created")),
+    Entry("task_lifecycle: organization.updated", _directory_event("organization.updated")),
+    Entry("task_lifecycle: organization.deleted", _directory_event("organization.deleted")),
+    Entry("task_lifecycle: user.created", _directory_event("user.created")),
+    Entry("task_lifecycle: user.updated", _directory_event("user.updated")),
+    Entry("task_lifecycle: membership.created", _directory_event("membership.created")),
+    Entry("task_lifecycle: membership.updated", _directory_event("membership.updated")),
+    Entry("task_lifecycle: membership.deleted", _directory_event("membership.deleted")),
     Entry("task_lifecycle: conversation.inbound_received", _inbound_received),
     Entry("ingestion: Meta leadgen webhook", _meta_leadgen),
     Entry("ingestion: WhatsApp click-to-WhatsApp webhook", _whatsapp_ctwa),

@@ -39,8 +39,9 @@ class HttpReply:
 
 
 class LocalStackClient:
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, data_dir: Path | None = None) -> None:
         self.base_url = base_url
+        self.data_dir = data_dir  # the stack's --data-dir (its signing key lives there)
 
     def request(
         self,
@@ -75,6 +76,13 @@ class LocalStackClient:
                 return
             time.sleep(0.2)
         raise AssertionError(f"the local stack did not become idle: {state}")
+
+    def token_for(self, subject: str, email: str | None = None) -> str:
+        """A token for any subject (a user made by directory events signs in with it): `POST /_local/tokens`."""
+        body = {"sub": subject, **({"email": email} if email else {})}
+        reply = self.request("POST", "/_local/tokens", json_body=body)
+        assert reply.status == 201, reply.body
+        return reply.json()["data"]["token"]
 
     def new_organization(self) -> dict[str, Any]:
         reply = self.request("POST", "/_local/orgs", json_body={"name": "E2E Studio"})
@@ -140,8 +148,9 @@ def running_local_stack(database_url: str, data_dir: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def local_stack(local_stack_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackClient]:
+    data_dir = tmp_path_factory.mktemp("local-stack")
     try:
-        with running_local_stack(local_stack_database, tmp_path_factory.mktemp("local-stack")) as base_url:
-            yield LocalStackClient(base_url)
+        with running_local_stack(local_stack_database, data_dir) as base_url:
+            yield LocalStackClient(base_url, data_dir)
     except LocalStackDidNotStart as error:
         pytest.fail(str(error))

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
-import pytest
 from aws_cdk.assertions import Annotations, Match, Template
 
 from infra.config import LeadCrmConfig
@@ -39,11 +38,6 @@ def test_context_values_and_overrides() -> None:
     assert config.database_deletion_protection is False
     assert config.mail_from == "Studio CRM <crm@studio.example.org>"
     assert config.inbound_domain == "in.studio.example.org"
-
-
-def test_missing_issuer_is_an_error_not_a_silent_default() -> None:
-    with pytest.raises(ValueError, match="jwtIssuer"):
-        LeadCrmConfig.from_context(cdk.App(context={"jwtAudience": "a", "dashboardOrigin": "http://x"}))
 
 
 def test_outputs(template: Template) -> None:

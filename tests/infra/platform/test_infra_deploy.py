@@ -152,7 +152,7 @@ def test_ses_identity_and_receipt_rule_store_mail_for_the_inbound_domain_in_the_
     resources: dict[str, Any],
 ) -> None:
     _, identity = _single(resources, "AWS::SES::EmailIdentity")
-    assert identity["EmailIdentity"] == "mail.leadcrm.example.com"  # cdk.json's inboundDomain
+    assert identity["EmailIdentity"] == "mail.leadcrm.example.com"  # infra/test-context.json's inboundDomain
     rule_set_id, _ = _single(resources, "AWS::SES::ReceiptRuleSet")
     bucket_id, _ = _single(resources, "AWS::S3::Bucket", RAW_MAIL)
     _, receipt_rule = _single(resources, "AWS::SES::ReceiptRule")

@@ -1,4 +1,4 @@
-"""The six functions: handlers, runtime, layers, placement, environment and least-privilege grants."""
+"""The seven functions: handlers, runtime, layers, placement, environment and least-privilege grants."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ HANDLERS = {
     "graph_fetch": "graph_fetch.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
     "migrations": "migrations.handler.lambda_handler",
+    "admin": "admin.handler.lambda_handler",
 }
-DATABASE_FUNCTIONS = ("api", "ingestion", "task_lifecycle")
+DATABASE_FUNCTIONS = ("api", "ingestion", "task_lifecycle", "admin")
 DATABASE_ACCESS = (*DATABASE_FUNCTIONS, "migrations")  # migrations connects, but publishes no events
 POWERTOOLS = {
     "POWERTOOLS_SERVICE_NAME": "leadcrm",
@@ -33,6 +34,7 @@ POWERTOOLS = {
         ("graph_fetch", 256, 60),
         ("task_lifecycle", 512, 30),
         ("migrations", 512, 300),
+        ("admin", 512, 30),
     ],
 )
 def test_function_runtime_and_size(template: Template, name: str, memory: int, timeout: int) -> None:
@@ -55,7 +57,7 @@ def test_function_runtime_and_size(template: Template, name: str, memory: int, t
     )
 
 
-def test_exactly_six_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
+def test_exactly_seven_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
     ours = [
         r
         for r in resources.values()
@@ -171,3 +173,27 @@ def test_rds_connect_is_scoped_to_the_proxy_and_user(resources: dict[str, Any]) 
 def _single(resources: dict[str, Any], resource_type: str) -> str:
     (logical_id,) = [key for key, resource in resources.items() if resource["Type"] == resource_type]
     return logical_id
+
+
+def test_the_admin_function_is_reachable_only_through_iam(
+    resources: dict[str, Any], function_ids: dict[str, str]
+) -> None:
+    """No URL, no queue, no schedule, no resource policy: only a caller with lambda:InvokeFunction runs it."""
+    admin = function_ids["admin"]
+
+    def names_admin(value: Any) -> bool:
+        if isinstance(value, dict):
+            return any(names_admin(v) for v in value.values())
+        if isinstance(value, list):
+            return any(names_admin(v) for v in value)
+        return value == admin
+
+    for resource in resources.values():
+        if resource["Type"] in ("AWS::Lambda::Permission", "AWS::Lambda::Url", "AWS::Lambda::EventSourceMapping"):
+            assert not names_admin(resource["Properties"]), resource
+        if resource["Type"] == "AWS::Scheduler::Schedule":
+            assert not names_admin(resource["Properties"]["Target"]), resource
+
+
+def test_the_stack_outputs_the_admin_function_name(template: Template, function_ids: dict[str, str]) -> None:
+    template.has_output("AdminFunctionName", {"Value": {"Ref": function_ids["admin"]}})

@@ -217,6 +217,45 @@ def test_an_active_membership_keeps_its_work(task_lifecycle, owner, leaver, book
     assert _handovers(owner.org_id) == []
 
 
+def _platform_membership(leaver, minutes=0, **changes):
+    return {
+        "membershipId": str(leaver.membership.id),
+        "organizationId": str(leaver.org_id),
+        "userId": str(leaver.user.id),
+        "role": "coach",
+        "status": "active",
+        "updatedAt": f"2026-12-01T09:{minutes:02d}:00Z",
+        **changes,
+    }
+
+
+def test_a_coach_demoted_by_the_platform_hands_their_open_work_over(task_lifecycle, owner, leaver, successor, book):
+    _set_default(owner, successor.user.id)
+    demoted = _platform_membership(leaver, role="member")
+    assert deliver_platform_event(task_lifecycle, "membership.updated", demoted) == {"batchItemFailures": []}
+    assert [deal_row(d)["owner_user_id"] for d in book["open_deals"]] == [successor.user.id] * 2
+    deliver_platform_event(task_lifecycle, "membership.updated", demoted)  # a redelivery
+    assert len(_handovers(owner.org_id)) == 1
+
+
+def test_a_membership_the_platform_deletes_hands_its_open_work_over(task_lifecycle, owner, leaver, book):
+    deletion = {
+        "membershipId": str(leaver.membership.id),
+        "organizationId": str(leaver.org_id),
+        "deletedAt": "2026-12-01T09:30:00Z",
+    }
+    assert deliver_platform_event(task_lifecycle, "membership.deleted", deletion) == {"batchItemFailures": []}
+    assert _assignee_of_task(book["open_task"]) == owner.user.id
+    [handover] = _handovers(owner.org_id)
+    assert (handover["from_user_id"], handover["via"]) == (leaver.user.id, "platform_event")
+
+
+def test_a_coach_promoted_by_the_platform_keeps_their_work(task_lifecycle, owner, leaver, book):
+    deliver_platform_event(task_lifecycle, "membership.updated", _platform_membership(leaver, role="admin"))
+    assert deal_row(book["open_deals"][0])["owner_user_id"] == leaver.user.id
+    assert _handovers(owner.org_id) == []
+
+
 @pytest.mark.parametrize(
     "detail",
     [{}, {"organizationId": "x", "membershipId": "y", "status": "cancelled"}, {"status": "gone"}],

@@ -170,3 +170,44 @@ def test_a_membership_of_another_user_links_nothing(task_lifecycle, org):
 )
 def test_malformed_or_unknown_details_are_acknowledged_and_dropped(task_lifecycle, detail):
     assert deliver_platform_event(task_lifecycle, SELF_SIGNUP, detail) == {"batchItemFailures": []}
+
+
+# -- a signup before its membership (held by the directory, applied when the membership is active) ---------
+
+
+def _platform_member(task_lifecycle, org_id, email, *, status="active", minutes=0):
+    from tests.support.directory_sync_helpers import membership_detail, new_ids, user_detail
+
+    _, user_id, membership_id = new_ids()
+    deliver_platform_event(task_lifecycle, "user.created", user_detail(user_id, email=email, first_name="Dana"))
+    membership = membership_detail(membership_id, org_id, user_id, minutes, role="member", status=status)
+    return user_id, membership_id, membership
+
+
+def test_a_signup_before_its_membership_links_the_lead_when_the_membership_arrives(task_lifecycle, org):
+    email = unique_email("dana")
+    lead = insert_lead(org.id, name="Dana", email=email)
+    user_id, membership_id, membership = _platform_member(task_lifecycle, org.id, email)
+    detail = {"organizationId": str(org.id), "userId": str(user_id), "membershipId": str(membership_id)}
+    deliver_platform_event(task_lifecycle, SELF_SIGNUP, detail)
+    deliver_platform_event(task_lifecycle, SELF_SIGNUP, detail)  # redelivered while held: still one
+    assert lead_row(lead)["converted_membership_id"] is None
+
+    deliver_platform_event(task_lifecycle, "membership.created", membership)
+    assert lead_row(lead)["converted_membership_id"] == membership_id
+    assert len(activities(lead, "member_linked")) == 1
+
+
+def test_a_signup_for_a_pending_membership_links_once_the_membership_is_active(task_lifecycle, org):
+    email = unique_email("dana")
+    lead = insert_lead(org.id, name="Dana", email=email)
+    user_id, membership_id, pending = _platform_member(task_lifecycle, org.id, email, status="pending_invitation")
+    deliver_platform_event(task_lifecycle, "membership.created", pending)
+    detail = {"organizationId": str(org.id), "userId": str(user_id), "membershipId": str(membership_id)}
+    deliver_platform_event(task_lifecycle, SELF_SIGNUP, detail)
+    assert lead_row(lead)["converted_membership_id"] is None
+
+    deliver_platform_event(
+        task_lifecycle, "membership.updated", {**pending, "status": "active", "updatedAt": "2026-12-01T10:00:00Z"}
+    )
+    assert lead_row(lead)["converted_membership_id"] == membership_id

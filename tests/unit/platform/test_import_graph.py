@@ -106,8 +106,10 @@ def test_every_capability_has_its_rules_and_its_tables(capability):
 
 
 def test_every_in_process_message_has_a_handler_from_the_wiring():
+    from leadcrm.directory import messages as directory_messages
     from leadcrm.leads import messages
     from leadcrm.platform import messagebus
 
     published = {messages.LeadCreated, messages.ScoringInputsChanged, messages.LeadErasing, messages.LeadBecameMember}
+    published |= {directory_messages.MembershipLeftStaff, directory_messages.HeldEventsReleased}
     assert published <= set(messagebus.subscriptions())

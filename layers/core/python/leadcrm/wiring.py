@@ -24,6 +24,8 @@ from leadcrm.conversations.bulk_email import run_bulk_email
 from leadcrm.deals import owner_departure
 from leadcrm.deals import reactions as deals_reactions
 from leadcrm.deals.rotting import run_rotting_sweep
+from leadcrm.directory import reactions as directory_reactions
+from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
 from leadcrm.leads import reactions as leads_reactions
 from leadcrm.leads import released_joins
 from leadcrm.leads.messages import LeadBecameMember, LeadCreated, LeadErasing, ScoringInputsChanged
@@ -45,6 +47,16 @@ logger = logging.getLogger(__name__)
 
 EventReaction = Callable[[Connection, dict[str, Any]], bool]
 
+
+def replay_held_events(conn: Connection, message: HeldEventsReleased) -> bool:
+    """Events the directory held until their membership was active (a self-signup before its membership),
+    applied now, in the transaction that made it active, exactly as if they had just arrived."""
+    changed = False
+    for detail_type, detail in message.events:
+        changed = handle_event(conn, detail_type, detail) or changed
+    return changed
+
+
 IN_PROCESS: tuple[tuple[type, Callable[[Connection, Any], Any]], ...] = (
     (LeadCreated, work_reactions.contact_task_for_new_lead),
     (ScoringInputsChanged, qualification_reactions.rescore_changed_leads),
@@ -52,9 +64,21 @@ IN_PROCESS: tuple[tuple[type, Callable[[Connection, Any], Any]], ...] = (
     (LeadErasing, deals_reactions.forget_person_on_deals),
     (LeadErasing, work_reactions.delete_tasks_of_erased_lead),
     (LeadBecameMember, deals_reactions.link_member_on_deals),
+    (MembershipLeftStaff, owner_departure.hand_over_for_departure),
+    (HeldEventsReleased, replay_held_events),
 )
 
 EVENT_REACTIONS: dict[str, EventReaction] = {
+    directory_reactions.ORGANIZATION_CREATED: directory_reactions.on_organization_created,
+    directory_reactions.ORGANIZATION_UPDATED: directory_reactions.on_organization_updated,
+    directory_reactions.ORGANIZATION_DELETED: directory_reactions.on_organization_deleted,
+    directory_reactions.USER_CREATED: directory_reactions.on_user_created,
+    directory_reactions.USER_UPDATED: directory_reactions.on_user_updated,
+    directory_reactions.MEMBERSHIP_CREATED: directory_reactions.on_membership_created,
+    directory_reactions.MEMBERSHIP_UPDATED: directory_reactions.on_membership_updated,
+    directory_reactions.MEMBERSHIP_DELETED: directory_reactions.on_membership_deleted,
+    # The membership is mirrored by the directory; the handover answers its MembershipLeftStaff (IN_PROCESS).
+    directory_reactions.MEMBERSHIP_STATUS_CHANGED: directory_reactions.on_membership_status_changed,
     LEAD_CREATED: leads_reactions.record_lead_created,
     leads_reactions.MINISITE_EVENT_PUBLISHED: leads_reactions.minisite_event_published,
     leads_reactions.MINISITE_EVENT_UPDATED: leads_reactions.minisite_event_published,
@@ -65,7 +89,6 @@ EVENT_REACTIONS: dict[str, EventReaction] = {
     LEAD_STATUS_CHANGED: task_closing.handle_lead_status_changed,
     LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
     attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,
-    owner_departure.MEMBERSHIP_STATUS_CHANGED: owner_departure.handle_membership_status_changed,
 }
 
 JOBS: dict[str, Callable[[], dict[str, int]]] = {

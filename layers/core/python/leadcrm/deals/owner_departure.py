@@ -1,6 +1,7 @@
 """Owner departure (spec section 8: "Deals reassigned to new owner; ownership change audited").
 
-When a membership stops being active (the platform's `membership.status_changed` event, or an owner/admin
+When a membership stops being active staff (a platform event the directory applies: `membership.updated`,
+`.deleted` or `.status_changed`, told here by `directory.messages.MembershipLeftStaff`; or an owner/admin
 asking through the API), the departed member's open work goes to one active staff member in ONE
 transaction and a few set-based statements, whatever its size:
 
@@ -14,8 +15,8 @@ It is audited three ways: an `ownership_handovers` row (who, to whom, why, what 
 Recipient: the member the API names, else the organization's default assignee (the setting, when it names
 an active staff member), else its oldest active owner. Idempotent: a second handover finds nothing left to
 move (through the API its row records zeros and nothing is announced; from an event nothing is recorded at
-all when the member owns nothing open), and a redelivered event is recognised by its key (membership,
-status, changedAt) and hands nothing over twice.
+all when the member owns nothing open), and a redelivered event is recognised by its key (the platform's
+change: type, membership and version) and hands nothing over twice.
 
 Locks: the rows are taken FOR NO KEY UPDATE in id order (leads, then tasks, then deals), which queues behind
 a lead or deal write under way without blocking foreign-key checks (KEY SHARE), so a deal move that writes
@@ -36,23 +37,22 @@ from leadcrm.deals.deals import HISTORY_OWNER_HANDED_OVER, TIMELINE_TYPES
 from leadcrm.deals.rules.deals import OPEN_STATUSES
 from leadcrm.deals.tables import deal_history, deals, ownership_handovers
 from leadcrm.directory.default_assignee import default_assignee
+from leadcrm.directory.messages import MembershipLeftStaff
 from leadcrm.directory.rules import Actor, MembershipStatus, is_staff_role
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.directory.tables import memberships
 from leadcrm.leads.activity import record_activities
 from leadcrm.leads.tables import leads
 from leadcrm.pipelines.rules.statuses import OPEN_CATEGORIES
-from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import Conflict, NotFound
 from leadcrm.platform.events import DomainEvent
-from leadcrm.platform.ids import parse_uuid, uuid7
+from leadcrm.platform.ids import uuid7
 from leadcrm.work.tables import tasks
 
 logger = logging.getLogger(__name__)
 
 OWNERSHIP_HANDED_OVER = "ownership.handed_over"
-MEMBERSHIP_STATUS_CHANGED = "membership.status_changed"  # platform event consumed here
 LEAD_OWNER_CHANGED = "owner_changed"  # the lead timeline's type for an owner change (leads.moves)
 VIA_API = "api"
 VIA_PLATFORM_EVENT = "platform_event"
@@ -69,14 +69,6 @@ class Handover:
     deals: int
     leads: int
     tasks: int
-
-
-
-
-
-
-
-
 
 
 # -- the handover -----------------------------------------------------------------------------------------
@@ -105,49 +97,26 @@ def hand_over_from_api(
     return handover
 
 
-def handle_membership_status_changed(conn: Connection, detail: dict[str, Any]) -> bool:
-    """The `_HANDLERS` entry for the platform's `membership.status_changed`
-    (`{organizationId, membershipId, status, changedAt?, deletedAt?}`): mirrors the membership's status, and
-    when it is no longer active staff hands its open work to the default assignee. Malformed details and
-    unknown memberships are acknowledged and dropped; a redelivery (same membership, status and changedAt)
-    hands nothing over twice."""
-    organization_id = parse_uuid(str(detail.get("organizationId", "")))
-    membership_id = parse_uuid(str(detail.get("membershipId", "")))
-    status = str(detail.get("status", ""))
-    if organization_id is None or membership_id is None or status not in {s.value for s in MembershipStatus}:
-        logger.warning("membership.status_changed without valid ids or status dropped")
-        return False
-    values: dict[str, Any] = {"status": status, "updated_at": func.now()}
-    if detail.get("deletedAt"):
-        values["deleted_at"] = func.coalesce(memberships.c.deleted_at, func.now())
-    mirrored = conn.execute(
-        update(memberships)
-        .where(memberships.c.organization_id == organization_id, memberships.c.id == membership_id)
-        .values(**values)
-        .returning(memberships.c.id)
-    ).first()
-    if mirrored is None:
-        logger.warning("membership.status_changed for an unknown membership dropped", extra={"id": str(membership_id)})
-        return False
-    membership = _lock_membership(conn, organization_id, membership_id)
+def hand_over_for_departure(conn: Connection, message: MembershipLeftStaff) -> Handover | None:
+    """Answers `directory.messages.MembershipLeftStaff` (a platform event took a membership out of active
+    staff: `membership.updated`, `.deleted` or `.status_changed`): hands its open work to the default assignee.
+
+    A member with nothing open leaves nothing (no empty handover); with nobody to take it, the work stays until
+    an owner/admin names someone through the API; a redelivery (the same `source_key`) hands nothing twice."""
+    membership = _lock_membership(conn, message.organization_id, message.membership_id)
     if membership is None or _still_active_staff(membership):
-        return True
-    if not _owns_open_work(conn, organization_id, membership.user_id):
-        return True  # a member (or a coach with nothing open) leaving: nothing to hand over, nothing to audit
-    recipient = default_assignee(conn, organization_id, excluding=membership.user_id)
+        return None
+    if not _owns_open_work(conn, message.organization_id, membership.user_id):
+        return None  # a member (or a coach with nothing open) leaving: nothing to hand over, nothing to audit
+    recipient = default_assignee(conn, message.organization_id, excluding=membership.user_id)
     if recipient is None:
-        # Nobody to take it: the work stays (visible as the departed member's) until an owner/admin hands
-        # it over through the API.
-        logger.warning("departed member's work kept: no default assignee", extra={"membershipId": str(membership_id)})
-        return True
-    # The platform's change is named by membership, status and time; without a time a redelivery is simply a
-    # second handover that finds nothing left to move.
-    changed_at = detail.get("changedAt")
-    source_key = f"{MEMBERSHIP_STATUS_CHANGED}:{membership_id}:{status}:{changed_at}" if changed_at else None
-    uow = ConsumerUnitOfWork(conn)
-    _hand_over(uow, membership, recipient, via=VIA_PLATFORM_EVENT, actor_user_id=None, source_key=source_key)
-    uow.write_events()
-    return True
+        logger.warning(
+            "departed member's work kept: no default assignee", extra={"membershipId": str(message.membership_id)}
+        )
+        return None
+    return _hand_over(
+        message.uow, membership, recipient, via=VIA_PLATFORM_EVENT, actor_user_id=None, source_key=message.source_key
+    )
 
 
 def _owns_open_work(conn: Connection, organization_id: uuid.UUID, user_id: uuid.UUID) -> bool:

@@ -18,7 +18,8 @@ from leadcrm.platform.errors import Forbidden
 def resolve_actor(conn: Connection, auth_subject: str, organization_id: uuid.UUID) -> Actor:
     """The caller's active membership in the organization, in one query; 403 when there is none.
 
-    An organization that does not exist answers exactly like one the caller is not a member of.
+    An organization that does not exist, or that the platform deleted, answers exactly like one the caller is
+    not a member of.
     """
     row = (
         conn.execute(
@@ -38,6 +39,7 @@ def resolve_actor(conn: Connection, auth_subject: str, organization_id: uuid.UUI
                 memberships.c.organization_id == organization_id,
                 memberships.c.deleted_at.is_(None),
                 memberships.c.status == MembershipStatus.ACTIVE.value,
+                organizations.c.deleted_at.is_(None),
             )
         )
         .mappings()

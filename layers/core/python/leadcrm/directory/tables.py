@@ -103,3 +103,31 @@ memberships = Table(
     ),
     Index("ix_memberships_user_id", "user_id"),
 )
+
+# Platform events that cannot be applied yet, kept until what they wait for arrives (directory.held): a
+# membership whose user or organization is not here yet (or known only by its deletion), an organization's
+# deletion before its creation, a user's email or subject another user still holds, and another capability's
+# event waiting for its membership (`membership.self_signup`, kind = its detail type). One row per held thing,
+# keeping its newest version and its tombstone; no foreign keys: what it names may not exist yet.
+HELD_KINDS = ("membership", "organization", "user", "membership.self_signup")
+HELD_WAITING_FOR = ("organization", "user", "creation", "live_membership", "email", "auth_subject", "membership")
+
+directory_held_events = Table(
+    "directory_held_events",
+    metadata,
+    Column("kind", Text, primary_key=True),
+    Column("subject_id", Uuid, primary_key=True),  # the membership's, organization's or user's id
+    Column("organization_id", Uuid),
+    Column("user_id", Uuid),
+    Column("waiting_for", Text, nullable=False),
+    Column("detail_type", Text, nullable=False),  # of the newest version held
+    Column("detail", JSONB),  # the newest version (normalized); NULL: only a deletion is known
+    Column("version", DateTime(timezone=True)),  # its updatedAt
+    Column("deleted_at", DateTime(timezone=True)),  # a deletion seen (the earliest)
+    created_at_column(),
+    updated_at_column(),
+    CheckConstraint(one_of("kind", HELD_KINDS), name="kind"),
+    CheckConstraint(one_of("waiting_for", HELD_WAITING_FOR), name="waiting_for"),
+    Index("ix_directory_held_events_organization_id", "organization_id"),
+    Index("ix_directory_held_events_user_id", "user_id"),
+)

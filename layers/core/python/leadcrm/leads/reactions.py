@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, DateTime, Text, Uuid, cast, func, literal, null, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from leadcrm.directory.held import held_until_membership_active
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.conversion import attach_on_self_signup
 from leadcrm.leads.purchases import MAX_COURSE_NAME, CoursePurchase, record_course_purchase
@@ -127,12 +128,17 @@ def _ids(detail: dict[str, Any], *names: str) -> list[uuid.UUID] | None:
 def handle_membership_self_signup(conn: Connection, detail: dict[str, Any]) -> bool:
     """`membership.self_signup`, platform detail {organizationId, userId, membershipId}.
 
-    Malformed details are acknowledged and dropped (a retry could never make them valid)."""
+    A signup that comes before its membership is here and active (the platform's `membership.created` is on
+    its way) is held by the directory and applied here again when the membership is active (in that event's
+    transaction). Malformed details are acknowledged and dropped (a retry could never make them valid)."""
     ids = _ids(detail, "organizationId", "userId", "membershipId")
     if ids is None:
         logger.warning("membership.self_signup without valid ids dropped")
         return False
     organization_id, user_id, membership_id = ids
+    signup = {"organizationId": str(organization_id), "userId": str(user_id), "membershipId": str(membership_id)}
+    if held_until_membership_active(conn, MEMBERSHIP_SELF_SIGNUP, membership_id, organization_id, user_id, signup):
+        return False
     uow = ConsumerUnitOfWork(conn)
     linked = attach_on_self_signup(uow, organization_id, user_id, membership_id)
     uow.write_events()

@@ -19,6 +19,12 @@ Special policies (each documented at its function):
   was given on); the merged lead's row for a channel the survivor has is removed and kept in the snapshot.
 - lead_pseudonyms: a pseudonymized lead is never merged (MERGE refused before anything moves).
 - the leads columns: empty survivor columns are filled from the merged lead (qualification.rules.merges).
+- qualification (qualification.rules.merges.qualification_fill): the survivor's own decision stands; a
+  survivor without one (never scored, or scored) takes the duplicate's whole decision, so a nurture
+  continues on the survivor with its re-evaluation date (the nurture_reevaluation job then finds the
+  survivor, the duplicate's row being gone); when both are nurtured the earlier date wins. BANT answers
+  reach the survivor criterion by criterion, each with its evidence, where the survivor has no answer.
+  An undo puts the survivor's decision and answers back as they were (unless edited since).
 
 Then the merged lead's row is deleted: a `lead_merges` row is its tombstone (`survivor_of` answers the
 survivor for its id, so a GET of the merged id answers with the survivor), it is out of every list, queue,

@@ -3,11 +3,27 @@
 - The two leads differ; the merged lead is not converted (spec: "Any non-Converted state → Merged"); the
   survivor may be (a duplicate of an existing member's lead).
 - Lead columns: what the survivor lacks is filled from the merged lead, column by column, except for
-  groups that only make sense together (the follow-up's when/type/note, the qualification), which are
-  filled as a whole when the survivor has none of the group. What the survivor has is never overwritten.
+  groups that only make sense together (the follow-up's when/type/note), which are filled as a whole when
+  the survivor has none of the group. What the survivor has is never overwritten.
+- Qualification (`qualification_fill`; spec 8: "Duplicate lead during nurture … nurture continues from
+  surviving record"): the survivor is the record that goes on, so its own decision stands.
+  - A survivor without a decision (never scored, or `scored`) takes the duplicate's decision as a whole:
+    state, reason code, when it was taken, the re-evaluation date and the score it was nurtured at. A
+    nurtured duplicate's nurture therefore continues on the survivor, due when it was due. A `qualified`
+    decision comes over only while BANT is still all met on the survivor's answers after the merge (the
+    survivor's own evidence may say otherwise: then the survivor stays undecided for staff to decide).
+  - A survivor that is qualified, disqualified or nurturing keeps its decision. When both are nurturing,
+    the survivor's nurture continues (its baseline score, its start) but is re-evaluated at the earlier of
+    the two dates: neither record's promised look at the person is missed.
+  - BANT, criterion by criterion (the spec's four questions are independent, each with its own evidence):
+    a criterion the survivor has not answered (absent or `unknown`) takes the duplicate's answer when that
+    one is met or not met, as a whole (status, evidence, who recorded it, when). An answer of the
+    survivor's is never replaced, and no evidence is ever paired with another record's status.
 - The survivor ends with one open follow-up task: when both have one, the merged lead's is cancelled.
 - An undo is possible for UNDO_WINDOW after the merge, once. It restores a survivor column the merge filled
-  only while it still holds the value the merge put there (a later edit wins and is reported).
+  only while it still holds the value the merge put there (a later edit wins and is reported); a group
+  (the follow-up, the qualification decision) goes back as a whole or, when any of it was edited since,
+  not at all, so an undo never leaves half a decision.
 """
 
 from __future__ import annotations
@@ -17,6 +33,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
+
+from leadcrm.qualification.rules.qualification import (
+    Criterion,
+    CriterionStatus,
+    QualificationState,
+    criteria_satisfied,
+)
 
 UNDO_WINDOW = timedelta(days=7)
 
@@ -37,17 +60,21 @@ FILL_COLUMNS = (
     "last_outbound_at",
 )
 # Filled together, from the group's first column being empty on the survivor.
-FILL_GROUPS = (
-    ("next_action_at", "next_action_type", "next_action_note"),
-    (
-        "qualification_state",
-        "qualification_reason",
-        "qualification_criteria",
-        "qualification_changed_at",
-        "reevaluate_at",
-        "nurture_score",
-    ),
+FILL_GROUPS = (("next_action_at", "next_action_type", "next_action_note"),)
+# The qualification decision, carried as a whole by `qualification_fill` (reevaluate_at alone when both
+# leads are nurtured); BANT answers are merged criterion by criterion into CRITERIA_COLUMN.
+QUALIFICATION_DECISION = (
+    "qualification_state",
+    "qualification_reason",
+    "qualification_changed_at",
+    "reevaluate_at",
+    "nurture_score",
 )
+CRITERIA_COLUMN = "qualification_criteria"
+# Scored but neither qualified, nurtured nor disqualified: a survivor in one of these takes a decision.
+UNDECIDED_STATES = frozenset({None, QualificationState.SCORED.value})
+# Groups an undo puts back as a whole or not at all.
+RESTORE_GROUPS = (*FILL_GROUPS, QUALIFICATION_DECISION)
 
 
 class MergeRefusal(StrEnum):
@@ -99,7 +126,51 @@ def filled_values(survivor: Mapping[str, Any], merged: Mapping[str, Any]) -> dic
     for group in FILL_GROUPS:
         if _empty(survivor[group[0]]) and not _empty(merged[group[0]]):
             values.update({c: merged[c] for c in group})
+    values.update(qualification_fill(survivor, merged))
     return values
+
+
+_ANSWERED = frozenset({CriterionStatus.MET.value, CriterionStatus.NOT_MET.value})
+
+
+def _answered(answer: Any) -> bool:
+    return isinstance(answer, Mapping) and answer.get("status") in _ANSWERED
+
+
+def merged_criteria(survivor: Mapping[str, Any] | None, merged: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The survivor's BANT answers after the merge: each criterion it has not answered (absent or unknown)
+    takes the merged lead's answer, whole, when that one is met or not met."""
+    result = dict(survivor or {})
+    for criterion in Criterion:
+        theirs = (merged or {}).get(criterion.value)
+        if not _answered(result.get(criterion.value)) and _answered(theirs):
+            result[criterion.value] = theirs
+    return result
+
+
+def qualification_fill(survivor: Mapping[str, Any], merged: Mapping[str, Any]) -> dict[str, Any]:
+    """The qualification columns the merge writes on the survivor (see the module docstring)."""
+    values: dict[str, Any] = {}
+    criteria = merged_criteria(survivor[CRITERIA_COLUMN], merged[CRITERIA_COLUMN])
+    if criteria != dict(survivor[CRITERIA_COLUMN] or {}):
+        values[CRITERIA_COLUMN] = criteria
+    mine, theirs = survivor["qualification_state"], merged["qualification_state"]
+    # A never-scored survivor takes whatever the duplicate has (even `scored`: it is the only assessment);
+    # a scored one only a decision. A qualification must still hold on the survivor's merged answers.
+    if mine in UNDECIDED_STATES and theirs is not None and (mine is None or theirs not in UNDECIDED_STATES):
+        if theirs != QualificationState.QUALIFIED.value or criteria_satisfied(criteria):
+            values.update({c: merged[c] for c in QUALIFICATION_DECISION})
+    elif mine == theirs == QualificationState.NURTURING.value:
+        due = _earlier(survivor["reevaluate_at"], merged["reevaluate_at"])
+        if due != survivor["reevaluate_at"]:
+            values["reevaluate_at"] = due
+    return values
+
+
+def _earlier(a: datetime | None, b: datetime | None) -> datetime | None:
+    if a is None or b is None:
+        return a or b
+    return min(a, b)
 
 
 def undo_refusal(
@@ -131,14 +202,23 @@ def columns_to_restore(
     filled: Mapping[str, Any], previous: Mapping[str, Any], current: Mapping[str, Any]
 ) -> ColumnRestore:
     """Which of the columns the merge filled go back to the survivor's previous value: those that still hold
-    what the merge wrote (compared as JSON text, the way both were stored)."""
+    what the merge wrote (compared as JSON text, the way both were stored). The columns of a group
+    (RESTORE_GROUPS) go back together or, when any of them was edited since, stay together."""
     restore: dict[str, Any] = {}
     kept: list[str] = []
-    for column, written in filled.items():
-        if _same(current.get(column), written):
-            restore[column] = previous.get(column)
+    grouped = {column: group for group in RESTORE_GROUPS for column in group}
+    units: list[list[str]] = []
+    for column in filled:
+        group = grouped.get(column)
+        if group is None:
+            units.append([column])
+        elif column == next(c for c in group if c in filled):  # the group's first filled column
+            units.append([c for c in group if c in filled])
+    for unit in units:
+        if all(_same(current.get(column), filled[column]) for column in unit):
+            restore.update({column: previous.get(column) for column in unit})
         else:
-            kept.append(column)
+            kept.extend(unit)
     return ColumnRestore(restore=restore, kept=sorted(kept))
 
 
