@@ -22,18 +22,36 @@ from api.analytics import analytics, attribution
 from api.conversations import bulk_email, consent, conversations
 from api.deals import deals, handovers
 from api.directory import organization
-from api.http import error_response, json_response
+from api.http import error_response, json_response, outsider_refusal
 from api.ingestion import integrations, lead_imports
 from api.leads import campaigns, capture, conversion, erase, lead_moves, lead_reads, leads, returning, tags
 from api.pipelines import pipelines
 from api.qualification import merges, qualification
 from api.tickets import ticket_config, tickets
 from api.work import follow_ups, queue, tasks, urgent_prompt
-from leadcrm.platform.errors import AppError
+from leadcrm.platform.errors import AppError, BadRequest
+from leadcrm.platform.json_limits import BodyTooLarge, loads
 
 logger = Logger(service="leadcrm")
+
+# The largest body each kind of route takes (DESIGN.md, "every input has bounds"). Staff routes: 1 MiB holds
+# the largest list a body may carry (10,000 lead ids for a bulk email or move, ~390 KB) and 20,000-character
+# texts written as \u escapes, with room to spare. The public routes (capture, survey, unsubscribe) take a
+# form's worth of fields: 64 KiB.
+MAX_BODY_BYTES = 1024 * 1024
+PUBLIC_PREFIXES = ("/leads/organization/", "/public/", "/unsubscribe/")
+MAX_PUBLIC_BODY_BYTES = 64 * 1024
+
+
+def _parse_body(text: str) -> Any:
+    """Every body, parsed once per request (the event caches it) and with limits: depth, number sizes, size."""
+    return loads(text, max_bytes=MAX_BODY_BYTES)
+
+
 # A response that breaks its own schema is our bug: a 500, never blamed on the request.
-app = APIGatewayHttpResolver(enable_validation=True, response_validation_error_http_code=500)
+app = APIGatewayHttpResolver(
+    enable_validation=True, response_validation_error_http_code=500, json_body_deserializer=_parse_body
+)
 # Literal paths (…/leads/campaigns, …/leads/bulk-move-stage) are registered before …/leads/<leadId>.
 for area in (
     campaigns,
@@ -77,12 +95,19 @@ NOT_UTF8 = {"error": {"code": "MALFORMED_JSON", "message": "The body is not vali
 
 def _refused_before_resolving(event: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
     """Bodies the resolver's validator cannot take: it would parse a form or a multipart body (and fail with
-    a 500 on a malformed one), and fail with a 500 on bytes that are not UTF-8, before any middleware runs."""
+    a 500 on a malformed one), and fail with a 500 on bytes that are not UTF-8, before any middleware runs.
+    A body over its route's size limit is refused here too, before anything reads it (a 413 says nothing
+    of our rules, so it needs no membership check first)."""
     method = (event.get("requestContext", {}).get("http", {}).get("method") or "").upper()
     body = event.get("body")
     if method not in BODY_METHODS or not body:
         return None
-    if (event.get("rawPath") or "").startswith(FORM_POST_PREFIXES):
+    path = event.get("rawPath") or ""
+    limit = MAX_PUBLIC_BODY_BYTES if path.startswith(PUBLIC_PREFIXES) else MAX_BODY_BYTES
+    size = len(body) * 3 // 4 if event.get("isBase64Encoded") else len(body.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        return 413, BodyTooLarge(f"The body is larger than {limit} bytes.").body()
+    if path.startswith(FORM_POST_PREFIXES):
         # RFC 8058 one-click: mail clients POST `List-Unsubscribe=One-Click` as a form. The route reads no body,
         # so it is dropped (never parsed, never refused).
         event["body"], event["isBase64Encoded"] = None, False
@@ -100,18 +125,12 @@ def _refused_before_resolving(event: dict[str, Any]) -> tuple[int, dict[str, Any
 
 def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
     """Every body we accept is a JSON object. The resolver would otherwise take the first element of an
-    array as the body (a silent partial create), so anything else is refused before validation."""
+    array as the body (a silent partial create), so anything else is refused before the route runs."""
     event = app.current_event
-    if event.http_method in BODY_METHODS and event.body and "json" in (event.headers.get("content-type") or "json"):
-        try:
-            body = event.json_body
-        except ValueError:
-            body = None  # malformed JSON: the validator answers MALFORMED_JSON
-        else:
-            if not isinstance(body, dict):
-                return json_response(
-                    400, {"error": {"code": "VALIDATION_FAILED", "message": "The body must be a JSON object."}}
-                )
+    is_json = "json" in (event.headers.get("content-type") or "json")
+    # json_body: parsed once (the event caches it) by api.handler._parse_body, or refused with JsonRefused
+    if event.http_method in BODY_METHODS and event.body and is_json and not isinstance(event.json_body, dict):
+        raise BadRequest("The body must be a JSON object.", code="VALIDATION_FAILED")
     return next_middleware(app)
 
 
@@ -133,11 +152,12 @@ ERROR_SCHEMA = {
     },
 }
 ERROR_RESPONSES = {
-    400: "Bad input (VALIDATION_FAILED, MALFORMED_JSON, …)",
+    400: "Bad input (VALIDATION_FAILED, MALFORMED_JSON: also JSON nested over 32 deep or an integer over 50 digits, …)",
     401: "No valid bearer token",
     403: "Not a member, not staff, not owner/admin, or the feature is off",
     404: "No such entity in this organization, or no such route",
     409: "Conflicts with the current state",
+    413: "The body is larger than the route takes (BODY_TOO_LARGE: 1 MiB, 64 KiB on the public routes)",
     415: "The body is not JSON (Content-Type)",
     422: "Refused as it stands (e.g. IDEMPOTENCY_KEY_REUSED)",
     500: "Our failure",
@@ -183,13 +203,23 @@ def openapi_document() -> Response[dict[str, Any]]:
     return json_response(200, openapi_schema())
 
 
+# Powertools validates a request (path, query, body) before any middleware or route runs, and a route reads
+# the caller's membership inside its unit of work: left as it is, a non-member would learn our field rules
+# from a 400. So every refusal of a request to an organization's route, except the gates' own 401 and 403,
+# first checks that the caller is a member (api.http.outsider_refusal): an outsider gets 403 NOT_A_MEMBER
+# whatever was wrong with the request. Only refusals pay for the extra read; an accepted request's route
+# reads the membership once, as before.
 @app.exception_handler(AppError)
 def handle_app_error(error: AppError) -> Response:
+    if error.status not in (401, 403) and (refused := outsider_refusal(app)) is not None:
+        return refused
     return error_response(error)
 
 
 @app.exception_handler(RequestValidationError)
 def handle_validation_error(error: RequestValidationError) -> Response:
+    if (refused := outsider_refusal(app)) is not None:
+        return refused
     details = [
         {"location": [str(part) for part in e.get("loc", ())], "message": str(e.get("msg", "")), "type": e.get("type")}
         for e in error.errors()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from pydantic import BaseModel
 
@@ -13,6 +14,9 @@ from leadcrm.directory.rules import Actor
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import AppError, Forbidden, NotFound, Unauthenticated
 from leadcrm.platform.ids import parse_uuid
+
+logger = Logger(service="leadcrm")
+INTERNAL_ERROR = {"error": {"code": "INTERNAL_ERROR", "message": "Something went wrong on our side."}}
 
 
 def auth_subject(app: APIGatewayHttpResolver) -> str:
@@ -51,3 +55,27 @@ def json_response(status: int, body: dict[str, Any] | BaseModel, headers: dict[s
 
 def error_response(error: AppError) -> Response:
     return json_response(error.status, error.body())
+
+
+ORGANIZATION_PATH_PREFIX = "/organizations/"
+
+
+def outsider_refusal(app: APIGatewayHttpResolver) -> Response | None:
+    """The 401 or 403 a caller who is not an active member of the path's organization gets, or None.
+
+    Asked before any other refusal of a request to an organization's route is answered (api.handler): the
+    resolver validated the request before the route could read the membership, and an outsider must learn
+    nothing from the answer, neither our field rules nor whether an id exists."""
+    path = app.current_event.path
+    if not path.startswith(ORGANIZATION_PATH_PREFIX):
+        return None
+    org_id = path[len(ORGANIZATION_PATH_PREFIX) :].split("/", 1)[0]
+    try:
+        with UnitOfWork() as uow:
+            caller(uow, app, org_id)
+    except (Unauthenticated, Forbidden) as refused:
+        return error_response(refused)
+    except Exception:  # the membership cannot be read (database down): say nothing of the request either
+        logger.exception("membership check before a refusal failed")
+        return json_response(500, INTERNAL_ERROR)
+    return None

@@ -19,7 +19,6 @@ Like the webhook receiver it imports neither SQLAlchemy nor pydantic (a test ass
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,7 +35,9 @@ from leadcrm.ingestion.rules.meta import (
     fetched_lead_payload,
     leadgen_changes,
 )
-from leadcrm.platform.adapters import ingestion_queue, integration_secrets
+from leadcrm.platform import json_limits
+from leadcrm.platform.adapters import ingestion_queue, integration_secrets, webhook_bodies
+from leadcrm.platform.failures import json_object, reading, rejecting_permanent
 
 logger = Logger(service="leadcrm")
 metrics = Metrics(namespace="LeadCRM", service="leadcrm")
@@ -46,11 +47,14 @@ FETCHED_KIND = "meta.lead"
 FETCHED, NO_SECRET, LEAD_GONE = "fetched", "no_secret", "lead_gone"
 
 
+@rejecting_permanent("graph_fetch", lambda record: record.message_id)
 def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, Any]:
     """Every leadgen change of one webhook delivery (Meta batches them). A change that fails fails the
-    record: the changes already queued are queued again on the retry, which ingestion recognises."""
-    body = json.loads(record.body)
-    changes = leadgen_changes(body.get("payload") or {})
+    record: the changes already queued are queued again on the retry, which ingestion recognises. A body
+    that is no webhook (a payload `5`) is rejected: recorded, counted, acknowledged."""
+    with reading("leadgen webhook"):
+        body = json_object(json_limits.loads(record.body), "the SQS body")
+        changes = leadgen_changes(json_object(webhook_bodies.payload_of(body), "the payload"))
     logger.info("leadgen webhook received", extra={"messageId": record.message_id, "changes": len(changes)})
     outcomes = [fetch_and_forward(change, received_at=body.get("receivedAt")) for change in changes]
     return {"outcomes": outcomes}

@@ -6,7 +6,6 @@ record is retried and, after maxReceiveCount, lands in the DLQ.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from ingestion import processors
 from leadcrm.conversations.inbound_email import receive_from_s3
+from leadcrm.platform import json_limits
+from leadcrm.platform.failures import json_object, reading, rejecting_permanent
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -41,9 +42,13 @@ def describe(body: dict[str, Any]) -> dict[str, Any]:
     raise ValueError("unrecognised ingestion message")
 
 
+@rejecting_permanent("ingestion", lambda record: record.message_id)
 def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, Any]:
-    body = json.loads(record.body)
-    summary = describe(body)
+    """One message; a permanent failure (a body that is no message of ours, bad data, a constraint) is
+    recorded and acknowledged, a transient one retried into the DLQ (leadcrm.platform.failures)."""
+    with reading("ingestion message"):
+        body = json_object(json_limits.loads(record.body), "the SQS body")
+        summary = describe(body)
     logger.info("ingestion message received", extra={"messageId": record.message_id, **summary})
     if summary["kind"] == "email.inbound":
         receive_from_s3(summary["bucket"], summary["key"])

@@ -16,7 +16,9 @@ from aws_lambda_powertools.metrics import MetricUnit
 from leadcrm.ingestion.csv_import_runner import run_import
 from leadcrm.ingestion.rules.meta import fetched_lead_from_payload, whatsapp_messages
 from leadcrm.ingestion.webhook_leads import DROPPED, Ingested, ingest_meta_lead, ingest_whatsapp_message
+from leadcrm.platform.adapters import webhook_bodies
 from leadcrm.platform.adapters.ingestion_queue import forward_to_graph_fetch
+from leadcrm.platform.failures import json_object, reading
 
 logger = Logger(service="leadcrm")
 metrics = Metrics(namespace="LeadCRM", service="leadcrm")
@@ -24,7 +26,9 @@ metrics = Metrics(namespace="LeadCRM", service="leadcrm")
 
 def meta_lead(body: dict[str, Any], context: Any) -> None:
     """G6: a Lead Ads lead the graph_fetch function read from Graph (this function never calls Graph)."""
-    count(ingest_meta_lead(fetched_lead_from_payload(body.get("payload") or {})))
+    with reading("meta.lead message"):
+        lead = fetched_lead_from_payload(json_object(body.get("payload"), "the payload"))
+    count(ingest_meta_lead(lead))
 
 
 def meta_leadgen(body: dict[str, Any], context: Any) -> None:
@@ -36,18 +40,22 @@ def meta_leadgen(body: dict[str, Any], context: Any) -> None:
 
 def whatsapp(body: dict[str, Any], context: Any) -> None:
     """G7: every inbound message of a WhatsApp Cloud webhook (organic ones are dropped and counted)."""
-    for message in whatsapp_messages(body.get("payload") or {}):
+    with reading("WhatsApp webhook"):
+        messages = whatsapp_messages(json_object(webhook_bodies.payload_of(body), "the payload"))
+    for message in messages:
         count(ingest_whatsapp_message(message))
 
 
 def lead_import(body: dict[str, Any], context: Any) -> None:
     """Run (or continue) a CSV import job until the file ends or the invocation's time runs short."""
+    with reading("lead_import message"):
+        job_id = uuid.UUID(str(body["jobId"]))
     result = run_import(
-        uuid.UUID(str(body["jobId"])),
+        job_id,
         worker=context.aws_request_id,
         remaining_ms=context.get_remaining_time_in_millis,
     )
-    logger.info("lead import run", extra={"jobId": str(body["jobId"]), "result": result.value})
+    logger.info("lead import run", extra={"jobId": str(job_id), "result": result.value})
 
 
 def count(result: Ingested) -> None:

@@ -6,23 +6,28 @@ payload is `{"job": "<name>"}`. What reacts to which event, and which jobs exist
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from leadcrm.platform import json_limits
 from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.failures import json_object, reading, rejecting_permanent
 from leadcrm.wiring import JOBS, handle_event
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
+@rejecting_permanent("task_lifecycle", lambda record: record.message_id)
 def record_handler(record: SQSRecord) -> bool:
-    event = json.loads(record.body)
-    detail_type, detail = event["detail-type"], event["detail"]
+    """One event in its own unit of work; a permanent failure is recorded and acknowledged, a transient one
+    retried (leadcrm.platform.failures)."""
+    with reading("EventBridge event"):
+        event = json_object(json_limits.loads(record.body), "the SQS body")
+        detail_type, detail = str(event["detail-type"]), json_object(event["detail"], "the event's detail")
     with UnitOfWork() as uow:
         changed = handle_event(uow.connection, detail_type, detail)
         uow.commit()

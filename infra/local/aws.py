@@ -20,6 +20,7 @@ WORK_QUEUES = (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE, GRAPH_FETCH_QUEUE)
 INBOUND_BUCKET = "leadcrm-inbound-mail"
 INBOUND_PREFIX = "inbound/"
 IMPORTS_BUCKET = "leadcrm-lead-imports"
+WEBHOOK_BODIES_BUCKET = "leadcrm-webhook-bodies"  # claim checks of webhook bodies too large for SQS
 MAIL_DOMAIN = "mail.leadcrm.local"
 # The rule infra puts on the bus: our own events and the platform's go to task_lifecycle.
 EVENT_PATTERN = {"source": [{"prefix": "leadcrm"}, {"prefix": "platform"}]}
@@ -115,6 +116,7 @@ def provision() -> LocalAws:
             ]
         },
     )
+    s3.create_bucket(Bucket=WEBHOOK_BODIES_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     return LocalAws(endpoint=os.environ["AWS_ENDPOINT_URL"], queues=queues)
 
 

@@ -84,6 +84,7 @@ class LocalStack:
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
         os.environ["GRAPH_FETCH_QUEUE_URL"] = self.resources.graph_fetch_queue_url
         os.environ["LEAD_IMPORTS_BUCKET"] = aws.IMPORTS_BUCKET
+        os.environ["WEBHOOK_BODIES_BUCKET"] = aws.WEBHOOK_BODIES_BUCKET
 
         from leadcrm.platform.db.migrate import upgrade
 

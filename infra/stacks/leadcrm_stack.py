@@ -98,7 +98,14 @@ class LeadCrmStack(Stack):
         )
         # Ticket survey links point at the API (the support address shares the inbound domain above).
         functions.task_lifecycle.add_environment("TICKET_SURVEY_URL", f"{api.url}public/ticket-surveys/")
-        webhooks = WebhookIngress(self, "WebhookIngress", receiver=functions.webhooks)
+        webhooks = WebhookIngress(
+            self,
+            "WebhookIngress",
+            receiver=functions.webhooks,
+            # a stored body is read by whoever takes its message: graph_fetch (leadgen), ingestion (WhatsApp,
+            # and a leadgen it hands on)
+            body_readers=[functions.graph_fetch, functions.ingestion],
+        )
         LeadIngestion(
             self,
             "LeadIngestion",

@@ -4,7 +4,8 @@
 - EventBridge failing: requests still commit (their events wait in the outbox); once the bus is back the
   outbox relay publishes every one of them and the consumers catch up.
 - The database restarting between two invocations: the next invocation of each function reconnects.
-- A poison SQS message: after maxReceiveCount receives it is in the DLQ, and the rest of its batch is done.
+- A message that fails for now: after maxReceiveCount receives it is in the DLQ, and the rest of its batch is
+  done; a message that can never succeed is rejected at its first delivery and never reaches the DLQ.
 """
 
 from __future__ import annotations
@@ -235,11 +236,33 @@ POISON = {
     "task_lifecycle": {"version": "0", "id": "poison", "detail-type": "lead.created"},  # no detail
     "ingestion": {"surprise": "an unrecognised ingestion message"},
 }
+FAILS_FOR_NOW = {
+    "task_lifecycle": eventbridge_envelope("test.fails_for_now", {"eventId": "for-now"}),
+    "ingestion": webhook_message("meta.leadgen", {"object": "page", "entry": []}),
+}
 
 
-@pytest.mark.parametrize("consumer", ["task_lifecycle", "ingestion"])
-def test_a_poison_message_ends_in_the_dlq_and_the_rest_of_its_batch_is_done(consumer):
-    queue, dlq = _queue_with_dlq(f"leadcrm-{consumer}-poison")
+@pytest.fixture
+def failing_for_now(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The task_lifecycle reaction to `test.fails_for_now` meets a serialization failure (SQLSTATE 40001) on
+    every delivery, and the ingestion function cannot reach the graph-fetch queue."""
+    from ingestion import processors
+    from leadcrm import wiring
+
+    def serialization_failure(conn: Any, detail: dict[str, Any]) -> bool:
+        conn.execute(text("DO $$ BEGIN RAISE EXCEPTION 'for now' USING ERRCODE = '40001'; END $$"))
+        return True
+
+    def unreachable(body: dict[str, Any]) -> str:
+        raise ConnectionResetError("the queue endpoint went away")
+
+    monkeypatch.setitem(wiring.EVENT_REACTIONS, "test.fails_for_now", serialization_failure)
+    monkeypatch.setattr(processors, "forward_to_graph_fetch", unreachable)
+
+
+def _batch_with(consumer: str, odd_one: dict[str, Any]) -> tuple[Queue, Queue, list[str], OrgWorld]:
+    """Five messages that succeed and `odd_one` among them on a queue with a DLQ (3 receives)."""
+    queue, dlq = _queue_with_dlq(f"leadcrm-{consumer}-{uuid.uuid4().hex[:6]}")
     sqs = aws_client("sqs")
     world, lead_ids = make_world(), []
     for i in range(5):
@@ -251,17 +274,36 @@ def test_a_poison_message_ends_in_the_dlq_and_the_rest_of_its_batch_is_done(cons
             body = webhook_message("whatsapp", whatsapp_payload(fresh_id(), wamid=f"wamid.{fresh_id()}"))
         sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(body))
         if i == 2:
-            sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(POISON[consumer]))
+            sqs.send_message(QueueUrl=queue.url, MessageBody=json.dumps(odd_one))
+    return queue, dlq, lead_ids, world
+
+
+def _left_on(queue: Queue) -> str:
+    sqs = aws_client("sqs")
+    attributes = sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["ApproximateNumberOfMessages"])
+    return attributes["Attributes"]["ApproximateNumberOfMessages"]
+
+
+@pytest.mark.parametrize("consumer", ["task_lifecycle", "ingestion"])
+def test_a_message_that_fails_for_now_ends_in_the_dlq_and_the_rest_of_its_batch_is_done(consumer, failing_for_now):
+    queue, dlq, lead_ids, _ = _batch_with(consumer, FAILS_FOR_NOW[consumer])
 
     _drain(queue, _task_lifecycle if consumer == "task_lifecycle" else _ingestion)
 
-    dead = dlq.receive_all()
-    assert [json.loads(m["Body"]) for m in dead] == [POISON[consumer]]
-    assert (
-        sqs.get_queue_attributes(QueueUrl=queue.url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
-            "ApproximateNumberOfMessages"
-        ]
-        == "0"
-    )
+    assert [json.loads(m["Body"]) for m in dlq.receive_all()] == [FAILS_FOR_NOW[consumer]]
+    assert _left_on(queue) == "0"
+    if consumer == "task_lifecycle":
+        assert [_activities(lead_id, "lead_created") for lead_id in lead_ids] == [1] * len(lead_ids)
+
+
+@pytest.mark.parametrize("consumer", ["task_lifecycle", "ingestion"])
+def test_a_message_that_can_never_succeed_is_rejected_at_once_and_never_reaches_the_dlq(consumer):
+    queue, dlq, lead_ids, _ = _batch_with(consumer, POISON[consumer])
+
+    rounds = _drain(queue, _task_lifecycle if consumer == "task_lifecycle" else _ingestion)
+
+    assert dlq.receive_all() == []
+    assert _left_on(queue) == "0"
+    assert rounds == 1  # one receive took the whole batch: nothing came back
     if consumer == "task_lifecycle":
         assert [_activities(lead_id, "lead_created") for lead_id in lead_ids] == [1] * len(lead_ids)

@@ -94,6 +94,26 @@ def test_a_signed_leadgen_webhook_produces_a_lead_visible_in_the_list_with_its_c
     assert [lead["id"] for lead in by_campaign] == [listed[0]["id"]]
 
 
+def test_a_signed_leadgen_webhook_too_large_for_a_queue_message_still_produces_its_lead(local_stack: LocalStackClient):
+    """Over SQS's 256 KiB the body travels by claim check (the local webhook bodies bucket): never a 502."""
+    demo = local_stack.new_organization()
+    org, owner = demo["organizationId"], demo["users"]["owner"]["token"]
+    page_id, leadgen_id = _digits(), _digits()
+    body = {"pageId": page_id, "accessToken": "EAA-local-page-token"}
+    connected = local_stack.request("POST", f"/organizations/{org}/integrations/meta", token=owner, json_body=body)
+    assert connected.status == 201, connected.body
+    lead = {"id": leadgen_id, "field_data": [{"name": "full_name", "values": ["Noa Levi"]}], "platform": "fb"}
+    assert local_stack.request("POST", "/_local/graph/leads", json_body=lead).status == 201
+    change = {"field": "leadgen", "value": {"leadgen_id": leadgen_id, "page_id": page_id}}
+    webhook = {"object": "page", "entry": [{"id": page_id, "changes": [change]}], "padding": "x" * (300 * 1024)}
+
+    assert _signed_post(local_stack, "/webhooks/meta/leadgen", webhook).status == 200
+    local_stack.wait_until_idle()
+
+    listed = local_stack.request("GET", f"/organizations/{org}/leads", token=owner).json()["data"]
+    assert [lead["name"] for lead in listed] == ["Noa Levi"]
+
+
 def test_a_csv_uploaded_to_the_presigned_url_is_imported_with_a_per_row_report(local_stack: LocalStackClient):
     demo = local_stack.new_organization()
     org, coach = demo["organizationId"], demo["users"]["coach"]["token"]

@@ -105,3 +105,57 @@ def test_leadgen_webhooks_may_be_queued_for_graph_fetch_by_the_receiver_and_inge
     for name, allowed in (("webhooks", True), ("ingestion", True), ("api", False), ("task_lifecycle", False)):
         variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
         assert ("GRAPH_FETCH_QUEUE_URL" in variables) is allowed
+
+
+# -- webhook bodies (claim checks of bodies too large for a queue message) -----------------------------------
+
+
+def _bodies_bucket_id(resources: dict[str, Any]) -> str:
+    (bucket_id,) = [i for i, r in resources.items() if r["Type"] == "AWS::S3::Bucket" and "WebhookBodies" in i]
+    return bucket_id
+
+
+def _grants_on(resources: dict[str, Any], function_id: str, bucket_id: str) -> list[tuple[set[str], str]]:
+    return [
+        (_actions(s), json.dumps(s["Resource"]))
+        for s in _statements_of(resources, function_id)
+        if bucket_id in json.dumps(s["Resource"])
+    ]
+
+
+def test_the_webhook_bodies_bucket_is_private_encrypted_tls_only_and_expires_with_the_queues(resources):
+    bucket = resources[_bodies_bucket_id(resources)]
+    properties = bucket["Properties"]
+    assert properties["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert all(properties["PublicAccessBlockConfiguration"].values())
+    (rule,) = properties["LifecycleConfiguration"]["Rules"]
+    assert (rule["Prefix"], rule["Status"]) == ("webhooks/", "Enabled")
+    assert rule["ExpirationInDays"] > 14  # the queues' and DLQs' retention: a redriven message finds its body
+    assert bucket["DeletionPolicy"] == "Retain"
+    policies = [r for r in resources.values() if r["Type"] == "AWS::S3::BucketPolicy"]
+    tls = [
+        s
+        for p in policies
+        if _bodies_bucket_id(resources) in json.dumps(p["Properties"]["Bucket"])
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in tls)
+
+
+def test_the_receiver_may_only_put_webhook_bodies_and_their_consumers_only_get_them(resources, function_ids):
+    bucket_id = _bodies_bucket_id(resources)
+    assert [actions for actions, _ in _grants_on(resources, function_ids["webhooks"], bucket_id)] == [{"s3:PutObject"}]
+    for name in ("graph_fetch", "ingestion"):
+        assert [actions for actions, _ in _grants_on(resources, function_ids[name], bucket_id)] == [{"s3:GetObject"}]
+    for name in ("api", "task_lifecycle", "migrations"):
+        assert _grants_on(resources, function_ids[name], bucket_id) == []
+    for name in ("webhooks", "graph_fetch", "ingestion"):
+        (grant,) = _grants_on(resources, function_ids[name], bucket_id)
+        assert "/webhooks/*" in grant[1]
+
+
+def test_the_receiver_and_its_consumers_know_the_webhook_bodies_bucket(resources, function_ids):
+    bucket_id = _bodies_bucket_id(resources)
+    for name in ("webhooks", "graph_fetch", "ingestion"):
+        variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
+        assert variables["WEBHOOK_BODIES_BUCKET"] == {"Ref": bucket_id}

@@ -1,4 +1,6 @@
-"""The ingestion consumer: each SQS record on its own; only the records that fail are handed back."""
+"""The ingestion consumer: each SQS record on its own; only the records that failed for now are handed back, and
+a record that can never succeed is rejected and acknowledged (tests/integration/platform/test_consumer_failures.py
+holds every kind)."""
 
 from __future__ import annotations
 
@@ -35,17 +37,28 @@ def _s3_notification() -> dict:
     }
 
 
-def test_only_the_unrecognised_message_of_a_batch_is_reported_as_failed(ingest):
+def test_an_unrecognised_message_is_rejected_not_retried(ingest):
     webhook = sqs_record(_webhook_message())
     unrecognised = sqs_record({"hello": "world"})
-    result = ingest(sqs_event(webhook, unrecognised))
-    assert result == {"batchItemFailures": [{"itemIdentifier": unrecognised["messageId"]}]}
+    assert ingest(sqs_event(webhook, unrecognised)) == {"batchItemFailures": []}
 
 
-def test_a_message_that_is_not_json_is_reported_as_failed(ingest):
+def test_a_message_that_is_not_json_is_rejected_not_retried(ingest):
     good = sqs_record(_webhook_message())
     broken = sqs_record("not json at all")
-    assert ingest(sqs_event(good, broken)) == {"batchItemFailures": [{"itemIdentifier": broken["messageId"]}]}
+    assert ingest(sqs_event(good, broken)) == {"batchItemFailures": []}
+
+
+def test_only_the_message_that_failed_for_now_is_handed_back(ingest, monkeypatch):
+    from ingestion import processors
+
+    def unreachable(body: dict) -> str:
+        raise ConnectionResetError("the queue endpoint went away")
+
+    monkeypatch.setattr(processors, "forward_to_graph_fetch", unreachable)
+    webhook = sqs_record(_webhook_message())
+    leadgen = sqs_record(_webhook_message("meta.leadgen"))
+    assert ingest(sqs_event(webhook, leadgen)) == {"batchItemFailures": [{"itemIdentifier": leadgen["messageId"]}]}
 
 
 def test_a_batch_of_recognised_messages_reports_no_failures(ingest):
@@ -58,9 +71,15 @@ def test_a_batch_of_recognised_messages_reports_no_failures(ingest):
     assert ingest(batch) == {"batchItemFailures": []}
 
 
-def test_a_batch_in_which_every_message_fails_fails_the_invocation(ingest):
+def test_a_batch_in_which_every_message_fails_for_now_fails_the_invocation(ingest, monkeypatch):
+    from ingestion import processors
+
+    def unreachable(body: dict) -> str:
+        raise ConnectionResetError("the queue endpoint went away")
+
+    monkeypatch.setattr(processors, "forward_to_graph_fetch", unreachable)
     with pytest.raises(BatchProcessingError):
-        ingest(sqs_event(sqs_record({"nope": 1}), sqs_record({"nope": 2})))
+        ingest(sqs_event(sqs_record(_webhook_message("meta.leadgen")), sqs_record(_webhook_message("meta.leadgen"))))
 
 
 def test_a_message_the_webhook_receiver_enqueued_is_accepted_by_the_consumer(ingest, ingestion_queue, meta_secrets):

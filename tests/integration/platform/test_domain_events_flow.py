@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
 from leadcrm.leads.tables import lead_activity_events
 from leadcrm.platform.db.engine import get_engine
@@ -105,30 +105,39 @@ def test_the_same_event_twice_in_one_batch_is_recorded_once(lifecycle_queue, tas
     assert len(_activities(lead["id"])) == 1
 
 
-def test_a_broken_record_is_reported_while_a_good_one_in_the_same_batch_is_processed(
+def test_a_broken_record_is_rejected_while_a_good_one_in_the_same_batch_is_processed(
     lifecycle_queue, task_lifecycle, ctx
 ):
+    """Not JSON can never succeed: acknowledged and counted (leadcrm.platform.failures), never retried."""
     lead = _create_lead(make_caller())
     (good,) = _deliveries(lifecycle_queue)
     broken = sqs_record("{this is not json", queue_name=lifecycle_queue.name)
     result = task_lifecycle(sqs_event(broken, good), ctx)
-    assert result == {"batchItemFailures": [{"itemIdentifier": broken["messageId"]}]}
+    assert result == {"batchItemFailures": []}
     assert len(_activities(lead["id"])) == 1
 
 
-def test_an_envelope_without_detail_is_reported_as_a_failure(task_lifecycle, ctx):
+def test_an_envelope_without_detail_is_rejected_not_retried(task_lifecycle, ctx):
     no_detail = sqs_record({"version": "0", "detail-type": "lead.created"}, queue_name="leadcrm-task-lifecycle")
     ignored = sqs_record(
         eventbridge_envelope("something.else", {"eventId": str(uuid.uuid4())}), queue_name="leadcrm-task-lifecycle"
     )
     result = task_lifecycle(sqs_event(no_detail, ignored), ctx)
-    assert result == {"batchItemFailures": [{"itemIdentifier": no_detail["messageId"]}]}
+    assert result == {"batchItemFailures": []}
 
 
-def test_a_batch_in_which_every_record_fails_fails_the_invocation_so_the_whole_batch_is_retried(task_lifecycle, ctx):
-    broken = sqs_record("{not json", queue_name="leadcrm-task-lifecycle")
+def test_a_batch_in_which_every_record_fails_for_now_fails_the_invocation_so_the_whole_batch_is_retried(
+    task_lifecycle, ctx, monkeypatch
+):
+    from leadcrm import wiring
+
+    def deadlocked(conn, detail):
+        conn.execute(text("DO $$ BEGIN RAISE EXCEPTION 'for now' USING ERRCODE = '40P01'; END $$"))
+
+    monkeypatch.setitem(wiring.EVENT_REACTIONS, "test.deadlocked", deadlocked)
+    record = sqs_record(eventbridge_envelope("test.deadlocked", {"eventId": str(uuid.uuid4())}))
     with pytest.raises(BatchProcessingError):
-        task_lifecycle(sqs_event(broken), ctx)
+        task_lifecycle(sqs_event(record), ctx)
 
 
 def test_an_event_type_nobody_handles_is_acknowledged(task_lifecycle, ctx):

@@ -14,6 +14,7 @@ import urllib.request
 from typing import Any
 
 from leadcrm.ingestion.rules.meta import FETCHED_LEAD_FIELDS
+from leadcrm.platform.failures import TransientFailure
 
 DEFAULT_BASE_URL = "https://graph.facebook.com/v21.0"
 LEAD_FIELDS = ",".join(FETCHED_LEAD_FIELDS)
@@ -24,8 +25,9 @@ TIMEOUT_SECONDS = 5
 RETRYABLE_CODES = frozenset({"1", "2", "4", "10", "17", "32", "102", "190", "613", *(str(c) for c in range(200, 300))})
 
 
-class GraphError(Exception):
-    """Graph answered with an error (or not at all). The message carries Graph's error code, never a body."""
+class GraphError(TransientFailure):
+    """Graph answered with an error (or not at all). The message carries Graph's error code, never a body.
+    One that is not `lead_is_gone` is retried (graph_fetch drops the gone ones before it raises)."""
 
     def __init__(self, status: int | None, code: str) -> None:
         super().__init__(f"Graph API error: status {status}, code {code}")

@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 
+from leadcrm.platform import json_limits
 from leadcrm.platform.errors import BadRequest
 
 
@@ -17,8 +18,8 @@ def encode_keyset(values: list[str]) -> str:
 def decode_keyset(cursor: str, arity: int) -> list[str]:
     """The sort key a cursor names; 400 INVALID_CURSOR for anything this API did not hand out."""
     try:
-        values = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError) as error:
+        values = json_limits.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, json_limits.JsonRefused) as error:
         raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR") from error
     if not isinstance(values, list) or len(values) != arity or not all(isinstance(v, str) for v in values):
         raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")

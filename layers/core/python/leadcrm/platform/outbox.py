@@ -10,8 +10,8 @@ from datetime import timedelta
 from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, func, literal, select, update
 
 from leadcrm.platform.adapters import eventbridge
-from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.tables import outbox
 
@@ -27,7 +27,7 @@ RELAY_BUDGET_SECONDS = 20.0
 def publish_committed(events: Sequence[DomainEvent]) -> None:
     """Publish events whose transaction has committed and stamp the ones the bus accepted."""
     result = eventbridge.put_events(events)
-    with get_engine().begin() as conn:
+    with transaction() as conn:
         _mark(conn, result.published, result.failed)
 
 
@@ -53,7 +53,7 @@ def relay_unpublished(
 
 
 def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
-    with get_engine().begin() as conn:
+    with transaction() as conn:
         rows = (
             conn.execute(
                 select(outbox)

@@ -10,7 +10,7 @@ from sqlalchemy import (
     update,
 )
 
-from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.db.transactions import transaction
 from leadcrm.qualification.rules.merges import (
     UNDO_WINDOW,
 )
@@ -26,7 +26,7 @@ def purge_expired_snapshots(batch: int = 1000) -> dict[str, int]:
 
     purged = 0
     while True:
-        with get_engine().begin() as conn:
+        with transaction() as conn:
             expired = (
                 select(lead_merges.c.id)
                 .where(lead_merges.c.snapshot.is_not(None), lead_merges.c.merged_at < func.now() - UNDO_WINDOW)

@@ -27,7 +27,6 @@ from leadcrm.directory.rules import Actor
 from leadcrm.leads.activity import record_activities, record_activity
 from leadcrm.leads.moves import id_list, lock_lead
 from leadcrm.leads.tables import leads
-from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
@@ -349,7 +348,7 @@ def run_nurture_reevaluation(
 
 
 def _reevaluate_batch(batch: int) -> tuple[int, int]:
-    with UnitOfWork(get_engine()) as uow:
+    with UnitOfWork() as uow:
         conn = uow.connection
         due = conn.execute(
             select(leads.c.id, leads.c.organization_id)

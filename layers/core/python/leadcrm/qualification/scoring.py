@@ -42,8 +42,8 @@ from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.moves import id_list
 from leadcrm.leads.tables import lead_activity_events, leads
-from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.ids import parse_uuid, uuid7
 from leadcrm.qualification.rules.qualification import QualificationState
 from leadcrm.qualification.rules.scoring import FieldValue, LeadFacts, ScoringModel, model_from_row, score_lead
@@ -310,7 +310,7 @@ def run_rescore_job(batch: int = RESCORE_BATCH, budget_seconds: float = RESCORE_
 
 
 def _rescore_batch(batch: int) -> tuple[int, bool] | None:
-    with get_engine().begin() as conn:
+    with transaction() as conn:
         pending = conn.execute(
             select(
                 scoring_models.c.id,

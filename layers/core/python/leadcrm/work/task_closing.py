@@ -36,6 +36,7 @@ from sqlalchemy.exc import DBAPIError
 from leadcrm.leads.moves import lock_lead
 from leadcrm.leads.tables import lead_activity_events
 from leadcrm.platform.errors import NotFound
+from leadcrm.platform.failures import classify, sqlstate
 from leadcrm.platform.ids import uuid7
 from leadcrm.work.rules.task_closing import OPEN_TASK_STATUSES, TASKS_CLOSED_ACTIVITY, closes_tasks
 from leadcrm.work.tables import tasks
@@ -45,9 +46,6 @@ logger = logging.getLogger(__name__)
 METRICS_NAMESPACE = "LeadCRM"  # the POWERTOOLS_METRICS_NAMESPACE infra sets on every function
 FAILURE_METRIC = "LeadTaskCloseFailed"
 
-# SQLSTATE classes and codes worth a retry: the same statement may well succeed on the next delivery.
-_TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")  # connection, rollback (deadlock…), resources, operator
-_TRANSIENT_SQLSTATES = frozenset({"55P03"})  # lock_not_available
 
 
 def handle_lead_status_changed(conn: Connection, detail: dict[str, Any]) -> bool:
@@ -171,26 +169,9 @@ def _read(detail: dict[str, Any]) -> tuple[uuid.UUID, uuid.UUID, uuid.UUID, str,
     )
 
 
-def sqlstate(error: DBAPIError) -> str | None:
-    """The PostgreSQL error code behind a driver error (pg8000 passes the server's fields as a dict)."""
-    original = error.orig
-    for candidate in (getattr(original, "sqlstate", None), getattr(original, "pgcode", None)):
-        if candidate:
-            return str(candidate)
-    args = getattr(original, "args", ())
-    if args and isinstance(args[0], dict):
-        code = args[0].get("C")
-        return str(code) if code else None
-    return None
-
-
 def is_transient(error: DBAPIError) -> bool:
-    if error.connection_invalidated:
-        return True
-    code = sqlstate(error)
-    if code is None:  # no server answer at all: the connection broke (pg8000 InterfaceError)
-        return True
-    return code in _TRANSIENT_SQLSTATES or code[:2] in _TRANSIENT_SQLSTATE_CLASSES
+    """The consumers' one rule (leadcrm.platform.failures): worth a retry, or the same on every delivery."""
+    return classify(error).transient
 
 
 def _report_failure(kind: str, detail: dict[str, Any], error: BaseException | None = None) -> None:

@@ -13,9 +13,10 @@ import threading
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import URL, ExceptionContext, make_url
 
 from leadcrm.platform.config import DatabaseSettings, get_settings
+from leadcrm.platform.db.storable import storable_json, storable_parameters
 
 _engine: Engine | None = None
 _lock = threading.Lock()
@@ -65,11 +66,36 @@ def build_engine(settings: DatabaseSettings) -> Engine:
         pool_pre_ping=True,
         pool_recycle=900,
         connect_args=connect_args,
+        json_serializer=storable_json,
     )
     if settings.auth_mode == "iam":
         _mint_iam_token_per_connection(engine, settings)
     event.listen(engine, "connect", _disable_nagle)
+    event.listen(engine, "handle_error", discard_unless_the_server_answered)
+    # No NUL reaches PostgreSQL, whatever the column (storable.py).
+    event.listen(engine, "before_cursor_execute", storable_parameters, retval=True)
     return engine
+
+
+def answered_by_the_server(error: BaseException) -> bool:
+    """pg8000 raises a DatabaseError carrying the server's ErrorResponse fields only once it has read every
+    reply up to ReadyForQuery: the connection is then in step with the server and may be used again."""
+    from pg8000.exceptions import DatabaseError
+
+    return isinstance(error, DatabaseError) and bool(error.args) and isinstance(error.args[0], dict)
+
+
+def discard_unless_the_server_answered(context: ExceptionContext) -> None:
+    """Any other failure while a statement is under way (pg8000 failing to encode a parameter after it sent
+    the Parse and Describe, an exception in a bind processor or an event hook, an interrupt in the middle of
+    a read) may leave replies unread on the socket. The next statement on that connection would then read
+    the previous one's answer: another request's rows, or no membership (a false 403). So the connection is
+    invalidated (closed and dropped from the pool, which opens a new one) rather than returned. Only this
+    connection: the others in the pool are not suspect, unlike after a real disconnect."""
+    if context.is_disconnect or answered_by_the_server(context.original_exception):
+        return
+    context.is_disconnect = True
+    context.invalidate_pool_on_disconnect = False
 
 
 def _disable_nagle(dbapi_connection: Any, connection_record: Any) -> None:

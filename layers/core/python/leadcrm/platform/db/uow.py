@@ -17,6 +17,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.transactions import end_transaction
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.tables import outbox
 
@@ -69,11 +70,7 @@ class UnitOfWork:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        try:
-            if not self._committed:
-                self.connection.rollback()
-        finally:
-            self.connection.close()
+        end_transaction(self.connection, exc, committed=self._committed)
         if self._committed and self._events and exc_type is None:
             self._publish_after_commit()
 
