@@ -21,7 +21,8 @@ synth without any of them fails naming each: see ``infra/config.py``):
 - ``inboundDomain``: the domain SES receives mail for (identity, receipt rule → S3 → ingestion queue);
 - ``mailFrom``: the sender of LeadCRM's own mail (the digest);
 - ``databaseDeletionProtection`` (default ``true``, in ``cdk.json``): set ``false`` for a throwaway stack
-  you mean to destroy (the cluster is still snapshotted on delete).
+  you mean to destroy (the cluster is still snapshotted on delete);
+- ``alarmEmails``, ``alarmHttpsEndpoints`` (optional, comma-separated): who the alarm topic notifies.
 
 ``infra/test-context.json`` holds the example values the tests and ``make test`` synthesize with.
 

@@ -6,6 +6,9 @@ domain) has no default anywhere: a placeholder would deploy a stack that admits 
 domain nobody owns, and nothing would say so. A synth without them fails with one error naming every
 missing or malformed value and what it is for. ``cdk.json`` keeps only defaults that are right for every
 deployment (``databaseDeletionProtection``).
+
+Who the alarms notify is optional (``alarmEmails``, ``alarmHttpsEndpoints``): a stack without them deploys,
+and the synth warns that its alarms reach no one. When given, every value is checked the same way.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from urllib.parse import urlsplit
 from constructs import Construct
 from email_validator import EmailNotValidError, validate_email
 
+from infra.leadcrm_constructs.alarm_topic import AlarmSubscriptions
 from infra.leadcrm_constructs.http_api import ApiSettings
 
 _LABEL = re.compile(r"^(?!-)[A-Za-z0-9-]{1,63}(?<!-)$")
@@ -121,6 +125,56 @@ REQUIRED: tuple[Setting, ...] = (
     ),
 )
 
+
+def _subscriber_email(value: str) -> str | None:
+    if "<" in value or ">" in value or " " in value:
+        return "is not a bare email address (SNS takes just the address, e.g. oncall@your-domain.com)"
+    try:
+        validate_email(value, check_deliverability=False)
+    except EmailNotValidError as error:
+        return f"is not a usable email address ({error})"
+    return None
+
+
+def _subscriber_url(value: str) -> str | None:
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname or any(c.isspace() for c in value):
+        return "is not an https:// URL (SNS delivers alarms to HTTPS endpoints only here)"
+    if parts.username or parts.password:
+        return "must carry no credentials (the template would hold them in clear; put a token in the path)"
+    if parts.fragment or "#" in value:
+        return "must have no fragment"
+    if not _is_hostname(parts.hostname, min_labels=2):
+        return "does not name a valid host"
+    return None
+
+
+@dataclass(frozen=True)
+class ListSetting:
+    key: str
+    purpose: str
+    example: str
+    problem: Callable[[str], str | None]  # what is wrong with one item, or None
+
+
+OPTIONAL_LISTS: tuple[ListSetting, ...] = (
+    ListSetting(
+        "alarmEmails",
+        "who is mailed when an alarm fires or recovers (each address confirms the subscription SNS mails it); "
+        "comma-separated, or a JSON list in a context file",
+        "oncall@your-domain.com,ops@your-domain.com",
+        _subscriber_email,
+    ),
+    ListSetting(
+        "alarmHttpsEndpoints",
+        "the HTTPS endpoints SNS posts alarm state changes to (a paging or chat integration that confirms "
+        "SNS subscriptions); comma-separated, or a JSON list in a context file",
+        "https://events.pagerduty.com/integration/<key>/enqueue",
+        _subscriber_url,
+    ),
+)
+
+
 FLAG_VALUES = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 
@@ -144,6 +198,7 @@ class LeadCrmConfig:
     database_deletion_protection: bool
     mail_from: str  # the sender of LeadCRM's own mail (digests); a verified SES identity
     inbound_domain: str  # the domain SES receives mail for (its MX points at SES inbound)
+    alarm_subscriptions: AlarmSubscriptions = AlarmSubscriptions()
 
     @classmethod
     def from_context(cls, scope: Construct) -> LeadCrmConfig:
@@ -171,6 +226,7 @@ class LeadCrmConfig:
                     "true",
                 )
             )
+        lists = {setting.key: _list(scope, setting, problems) for setting in OPTIONAL_LISTS}
         if problems:
             raise ConfigError(problems)
         return cls(
@@ -182,7 +238,42 @@ class LeadCrmConfig:
             database_deletion_protection=bool(protection),
             mail_from=values["mailFrom"],
             inbound_domain=values["inboundDomain"],
+            alarm_subscriptions=AlarmSubscriptions(
+                emails=lists["alarmEmails"], https_endpoints=lists["alarmHttpsEndpoints"]
+            ),
         )
+
+
+def _list(scope: Construct, setting: ListSetting, problems: list[tuple[str, str, str, str]]) -> tuple[str, ...]:
+    """The setting's items (none when absent or blank), each checked; duplicates kept once, in order."""
+    raw = scope.node.try_get_context(setting.key)
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        items = [item.strip() for item in raw.split(",")]
+    elif isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        items = [item.strip() for item in raw]
+    else:
+        problems.append(
+            (
+                setting.key,
+                f"must be a comma-separated string or a list of strings, not {raw!r}",
+                setting.purpose,
+                setting.example,
+            )
+        )
+        return ()
+    items = [item for item in items if item]
+    # an address is the same whatever its case; a URL's path is not
+    seen: dict[str, str] = {}
+    for item in items:
+        seen.setdefault(item.lower() if setting.key == "alarmEmails" else item, item)
+    unique = list(seen.values())
+    for item in unique:
+        problem = setting.problem(item)
+        if problem:
+            problems.append((setting.key, f"{item!r} {problem}", setting.purpose, setting.example))
+    return tuple(unique)
 
 
 def _flag(scope: Construct, key: str, *, default: bool) -> bool | None:

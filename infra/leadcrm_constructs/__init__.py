@@ -3,6 +3,7 @@
 (Named ``leadcrm_constructs`` because ``constructs`` is the CDK base library itself.)
 """
 
+from infra.leadcrm_constructs.alarm_topic import AlarmSubscriptions, AlarmTopic
 from infra.leadcrm_constructs.conversations import Conversations
 from infra.leadcrm_constructs.core_layer import CoreLayer
 from infra.leadcrm_constructs.database import Database
@@ -21,6 +22,8 @@ from infra.leadcrm_constructs.schedules import Schedules
 from infra.leadcrm_constructs.webhook_ingress import WebhookIngress
 
 __all__ = [
+    "AlarmSubscriptions",
+    "AlarmTopic",
     "ApiSettings",
     "Conversations",
     "CoreLayer",

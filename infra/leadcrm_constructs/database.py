@@ -39,6 +39,7 @@ class Database(Construct):
         max_capacity: float = 4,
     ) -> None:
         super().__init__(scope, construct_id)
+        self.max_capacity = max_capacity  # ACUs; Observability alarms as the writer nears it
 
         # Aurora exports to /aws/rds/cluster/<identifier>/postgresql. Creating that group here, with a
         # retention, needs the identifier at synth time; the alternative (cloudwatch_logs_retention)

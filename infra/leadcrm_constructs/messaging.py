@@ -36,6 +36,7 @@ class WorkQueue(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, consumer: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
         consumer_timeout = consumer.timeout or LAMBDA_DEFAULT_TIMEOUT
+        self.visibility_timeout = Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * consumer_timeout.to_seconds())
         self.dead_letter_queue = sqs.Queue(
             self,
             "DeadLetterQueue",
@@ -48,7 +49,7 @@ class WorkQueue(Construct):
             "Queue",
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            visibility_timeout=Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * consumer_timeout.to_seconds()),
+            visibility_timeout=self.visibility_timeout,
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=MAX_RECEIVE_COUNT),
         )
         consumer.add_event_source(

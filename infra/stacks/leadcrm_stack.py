@@ -9,6 +9,7 @@ from constructs import Construct
 
 from infra.config import LeadCrmConfig
 from infra.leadcrm_constructs import (
+    AlarmTopic,
     Conversations,
     CoreLayer,
     Database,
@@ -114,7 +115,16 @@ class LeadCrmStack(Stack):
             graph_fetch=functions.graph_fetch,
             dashboard_origin=config.api.dashboard_origin,
         )
-        Observability(self, "Observability", functions=functions.all, work_queues=messaging.work_queues)
+        alarm_topic = AlarmTopic(self, "AlarmTopic", subscribers=config.alarm_subscriptions)
+        observability = Observability(
+            self,
+            "Observability",
+            topic=alarm_topic,
+            functions=functions,
+            http_api=api.http_api,
+            work_queues=messaging.work_queues,
+            database=self.database,
+        )
 
         self.functions = functions
         self.messaging = messaging
@@ -129,3 +139,11 @@ class LeadCrmStack(Stack):
             description="Operator commands: make admin ARGS=\"… --aws\" invokes it with your IAM credentials",
         )
         CfnOutput(self, "EventBusName", value=domain_events.bus.event_bus_name, description="Domain event bus")
+        CfnOutput(self, "AlarmTopicArn", value=alarm_topic.topic.topic_arn, description="Every alarm notifies it")
+        if observability.dashboard is not None:
+            CfnOutput(
+                self,
+                "DashboardName",
+                value=observability.dashboard.dashboard_name,
+                description="The service's CloudWatch dashboard (docs/runbook.md starts there)",
+            )

@@ -1,4 +1,4 @@
-"""The app as a whole: cdk-nag, context handling, outputs, alarms and the code assets."""
+"""The app as a whole: cdk-nag, context handling, outputs and the code assets (alarms: test_infra_observability)."""
 
 from __future__ import annotations
 
@@ -43,22 +43,6 @@ def test_context_values_and_overrides() -> None:
 def test_outputs(template: Template) -> None:
     outputs = template.to_json()["Outputs"]
     assert {"ApiUrl", "WebhookUrl", "EventBusName"} <= set(outputs)
-
-
-def test_alarms_on_dlqs_errors_and_throttles(resources: dict[str, Any], function_ids: dict[str, str]) -> None:
-    alarms = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
-    for alarm in alarms:
-        assert alarm["Threshold"] == 0
-        assert alarm["ComparisonOperator"] == "GreaterThanThreshold"
-    dlq_alarms = [a for a in alarms if a["MetricName"] == "ApproximateNumberOfMessagesVisible"]
-    assert len(dlq_alarms) == 3  # ingestion, task-lifecycle, graph-fetch
-    for name in ("Errors", "Throttles"):
-        alarmed = {
-            a["Dimensions"][0]["Value"]["Ref"]
-            for a in alarms
-            if a["MetricName"] == name and a["Namespace"] == "AWS/Lambda"
-        }
-        assert alarmed == set(function_ids.values())
 
 
 def test_code_assets_leave_interpreter_caches_behind(app_and_stack: tuple[Any, Any], resources: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from infra.config import REQUIRED, ConfigError, LeadCrmConfig
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DEPLOY_SETTINGS = ["jwtIssuer", "jwtAudience", "dashboardOrigin", "mailFrom", "inboundDomain"]
+ALARM_SETTINGS = ["alarmEmails", "alarmHttpsEndpoints"]  # optional: who the alarms notify
 
 
 def _config(context: dict[str, Any]) -> LeadCrmConfig:
@@ -35,8 +36,12 @@ def test_cdk_json_holds_no_deployments_issuer_audience_origin_sender_or_domain()
 
 
 def test_the_checked_in_test_context_is_a_valid_configuration(synth_context: dict[str, Any]) -> None:
-    assert set(synth_context) == set(DEPLOY_SETTINGS)
+    assert set(synth_context) == set(DEPLOY_SETTINGS + ALARM_SETTINGS)
     assert _config(synth_context).api.jwt_issuer == synth_context["jwtIssuer"]
+
+
+def _required_only(synth_context: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in synth_context.items() if k in DEPLOY_SETTINGS}
 
 
 def test_a_synth_without_any_deploy_setting_fails_naming_each_and_what_it_is_for() -> None:
@@ -151,3 +156,54 @@ def test_values_given_on_the_app_command_line_fill_the_context(tmp_path: Path, s
     )
 
     assert _config(context).api.jwt_issuer == "https://clerk.example.org"
+
+
+def test_without_alarm_subscribers_the_configuration_is_valid_and_notifies_no_one(
+    synth_context: dict[str, Any],
+) -> None:
+    subscriptions = _config(_required_only(synth_context)).alarm_subscriptions
+
+    assert subscriptions.emails == ()
+    assert subscriptions.https_endpoints == ()
+
+
+def test_alarm_emails_are_read_comma_separated_trimmed_and_each_once(synth_context: dict[str, Any]) -> None:
+    context = {**synth_context, "alarmEmails": " oncall@example.org, ops@example.org ,,OnCall@example.org"}
+
+    assert _config(context).alarm_subscriptions.emails == ("oncall@example.org", "ops@example.org")
+
+
+def test_alarm_endpoints_may_be_a_json_list_in_a_context_file(synth_context: dict[str, Any]) -> None:
+    urls = ["https://events.pagerduty.com/integration/abc/enqueue", "https://hooks.example.org/a?channel=ops,oncall"]
+    context = {**synth_context, "alarmHttpsEndpoints": urls}
+
+    assert _config(context).alarm_subscriptions.https_endpoints == tuple(urls)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "item", "problem"),
+    [
+        ("alarmEmails", "oncall@example.org,not-an-address", "not-an-address", "not a usable email address"),
+        ("alarmEmails", "Ops <ops@example.org>", "Ops <ops@example.org>", "not a bare email address"),
+        ("alarmHttpsEndpoints", "http://hooks.example.org/alarm", "http://hooks.example.org/alarm", "https://"),
+        ("alarmHttpsEndpoints", "https://u:secret@hooks.example.org/", "https://u:secret@hooks.example.org/", "clear"),
+        ("alarmHttpsEndpoints", "https://hooks.example.org/#frag", "https://hooks.example.org/#frag", "fragment"),
+        ("alarmHttpsEndpoints", "https://hooks/alarm", "https://hooks/alarm", "valid host"),
+    ],
+)
+def test_a_malformed_alarm_subscriber_is_refused_naming_it_and_why(
+    synth_context: dict[str, Any], key: str, value: str, item: str, problem: str
+) -> None:
+    refusal = _refusal({**synth_context, key: value})
+
+    assert refusal.keys == [key]
+    assert f"{key} {item!r} " in str(refusal)
+    assert problem in str(refusal)
+
+
+@pytest.mark.parametrize("value", [42, {"email": "ops@example.org"}, ["ops@example.org", 7]])
+def test_alarm_subscribers_of_another_type_are_refused(synth_context: dict[str, Any], value: Any) -> None:
+    refusal = _refusal({**synth_context, "alarmEmails": value})
+
+    assert refusal.keys == ["alarmEmails"]
+    assert "comma-separated string or a list of strings" in str(refusal)

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from leadcrm.platform.db.engine import get_engine
-from leadcrm.platform.outbox import relay_unpublished
+from leadcrm.platform.outbox import BACKLOG_AGE_METRIC, relay_unpublished
 from leadcrm.platform.tables import outbox
 from tests.support.api import call_api, leads_path
 from tests.support.aws import make_event_bus, make_queue, route_bus_to_queue
@@ -29,6 +29,23 @@ def _create_lead_without_a_bus() -> dict:
     response = call_api("POST", leads_path(caller.org_id), sub=caller.sub, body={"name": "Ada Lovelace"})
     assert response.status == 201, response.body
     return response.data
+
+
+def _backlog_ages(captured_stdout: str) -> list[float]:
+    """The outbox backlog ages in the EMF documents the relay printed (what CloudWatch turns into the metric)."""
+    ages = []
+    for line in captured_stdout.splitlines():
+        try:
+            document = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(document, dict) and BACKLOG_AGE_METRIC in document:
+            (directive,) = document["_aws"]["CloudWatchMetrics"]
+            assert directive["Namespace"] == "LeadCRM"
+            assert directive["Metrics"] == [{"Name": BACKLOG_AGE_METRIC, "Unit": "Seconds"}]
+            value = document[BACKLOG_AGE_METRIC]
+            ages.append(float(value[0] if isinstance(value, list) else value))
+    return ages
 
 
 def _outbox_row(lead_id: str) -> dict:
@@ -132,3 +149,31 @@ def test_a_relay_with_nothing_left_behind_publishes_nothing(event_bus, task_life
 def test_an_unknown_scheduled_job_raises_value_error(task_lifecycle, ctx):
     with pytest.raises(ValueError, match="unknown scheduled job"):
         task_lifecycle({"job": "make_coffee"}, ctx)
+
+
+def test_a_relay_that_cannot_reach_the_bus_reports_how_old_the_oldest_unpublished_event_is(task_lifecycle, ctx, capsys):
+    lead = _create_lead_without_a_bus()
+    _backdate(lead["id"], by=timedelta(minutes=10))
+    capsys.readouterr()
+    task_lifecycle({"job": "outbox_relay"}, ctx)
+    (age,) = _backlog_ages(capsys.readouterr().out)
+    assert age >= 600  # at least as old as this event (earlier tests may have left older ones)
+
+
+def test_a_relay_that_drains_the_outbox_reports_a_backlog_age_of_zero(capsys):
+    _create_lead_without_a_bus()
+    make_event_bus()
+    capsys.readouterr()
+    relay_unpublished(grace=timedelta(0))
+    assert _backlog_ages(capsys.readouterr().out) == [0.0]
+
+
+def test_events_younger_than_the_grace_period_count_in_the_backlog_age(capsys):
+    lead = _create_lead_without_a_bus()
+    _backdate(lead["id"], by=timedelta(seconds=20))
+    make_event_bus()
+    capsys.readouterr()
+    relay_unpublished()  # publishes what is older than its grace, leaves this one to its request
+    (age,) = _backlog_ages(capsys.readouterr().out)
+    assert _outbox_row(lead["id"])["published_at"] is None
+    assert 20 <= age < 30  # not the relay's to send yet, but waiting all the same

@@ -7,7 +7,8 @@ import time
 from collections.abc import Sequence
 from datetime import timedelta
 
-from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, func, literal, select, update
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, extract, func, literal, select, update
 
 from leadcrm.platform.adapters import eventbridge
 from leadcrm.platform.db.recordsets import recordset
@@ -22,6 +23,10 @@ RELAY_GRACE = timedelta(seconds=30)
 RELAY_BATCH = 500
 # Stay well inside the task_lifecycle function's timeout; what is left waits for the next run.
 RELAY_BUDGET_SECONDS = 20.0
+# Published by every relay run, alarmed in infra (Observability): an event that stays unpublished means
+# consumers are not told, whatever the cause (bus outage, relay failing, rows stuck on one error).
+METRICS_NAMESPACE = "LeadCRM"
+BACKLOG_AGE_METRIC = "OutboxOldestUnpublishedAgeSeconds"
 
 
 def publish_committed(events: Sequence[DomainEvent]) -> None:
@@ -48,8 +53,30 @@ def relay_unpublished(
         totals["failed"] += len(result.failed)
         if len(result.published) + len(result.failed) < batch or result.failed:
             break  # drained, or the bus is failing: the next run tries again
-    logger.info("outbox relay", extra=totals)
+    backlog_age = oldest_unpublished_age_seconds()
+    _publish_backlog_age(backlog_age)
+    logger.info("outbox relay", extra={**totals, "oldestUnpublishedAgeSeconds": backlog_age})
     return totals
+
+
+def oldest_unpublished_age_seconds() -> float:
+    """How long the oldest unpublished event has waited (0 when none waits): one index read."""
+    with get_engine().connect() as conn:
+        age = conn.execute(
+            select(extract("epoch", func.now() - func.min(outbox.c.occurred_at))).where(outbox.c.published_at.is_(None))
+        ).scalar_one()
+    return max(float(age), 0.0) if age is not None else 0.0
+
+
+def _publish_backlog_age(age_seconds: float) -> None:
+    """One EMF line; a value every run (0 included), so a relay that stops reporting is seen too."""
+    try:
+        with single_metric(
+            name=BACKLOG_AGE_METRIC, unit=MetricUnit.Seconds, value=age_seconds, namespace=METRICS_NAMESPACE
+        ):
+            pass
+    except Exception:  # measuring must never fail the relay
+        logger.warning("metric not emitted", extra={"metric": BACKLOG_AGE_METRIC})
 
 
 def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
