@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from api.fields import Day
 from api.schemas import CamelModel, OutModel
 
 # -- reads ------------------------------------------------------------------------------------------------
@@ -183,8 +184,8 @@ Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$", description="ISO 4217, e.
 
 
 class SpendBody(CamelModel):
-    period_start: date
-    period_end: date
+    period_start: Day
+    period_end: Day
     amount: Amount
     currency: Currency
     note: str | None = Field(default=None, max_length=500)
@@ -197,8 +198,8 @@ class SpendBody(CamelModel):
 
 
 class UpdateSpendBody(CamelModel):
-    period_start: date | None = None
-    period_end: date | None = None
+    period_start: Day | None = None
+    period_end: Day | None = None
     amount: Amount | None = None
     currency: Currency | None = None
     note: str | None = Field(default=None, max_length=500)  # null clears it

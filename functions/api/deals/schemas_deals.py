@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, model_validator
 
+from api.fields import Day, InstantUtcByDefault, Int32
 from api.schemas import CamelModel, OutModel
 from leadcrm.deals.rules.deals import MAX_REASON_LENGTH, MAX_REFERENCE_LENGTH, LossReason, OfferType, StageKind
 from leadcrm.deals.rules.pipelines import MAX_DEAL_STAGES, MAX_ROTTING_DAYS, MAX_STAGE_NAME_LENGTH
@@ -22,7 +23,7 @@ Money = Annotated[StrictInt, Field(ge=0, le=MAX_VALUE_MINOR)]
 SignedMoney = Annotated[StrictInt, Field(ge=-MAX_VALUE_MINOR, le=MAX_VALUE_MINOR)]
 Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
 Percent = Annotated[StrictInt, Field(ge=0, le=100)]
-Version = Annotated[StrictInt, Field(ge=1)]
+Version = Annotated[Int32, Field(ge=1)]
 Title = Annotated[str, Field(min_length=1, max_length=200)]
 Reference = Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_LENGTH)]
 Reason = Annotated[str, Field(min_length=1, max_length=MAX_REASON_LENGTH)]
@@ -40,7 +41,7 @@ class CreateDealBody(CamelModel):
     membership_id: uuid.UUID | None = None
     value_minor: Money
     currency: Currency
-    expected_close_date: date
+    expected_close_date: Day
     # An active staff member (400 ASSIGNEE_NOT_STAFF); default: the caller.
     owner_user_id: uuid.UUID | None = None
     # A New stage of the deal pipeline; default: the first.
@@ -65,7 +66,7 @@ class UpdateDealBody(CamelModel):
     offer_ref: Reference | None = None
     value_minor: Money | None = None
     currency: Currency | None = None
-    expected_close_date: date | None = None
+    expected_close_date: Day | None = None
     owner_user_id: uuid.UUID | None = None
     probability: Percent | None = None
     forecast_category: OpenCategory | None = None
@@ -89,7 +90,7 @@ class MoveDealBody(CamelModel):
 
     version: Version
     stage_id: uuid.UUID
-    activity_at: datetime | None = None  # → discovery: when the discovery call was scheduled or held
+    activity_at: InstantUtcByDefault | None = None  # → discovery: when the discovery call was scheduled or held
     activity_note: Reason | None = None  # → negotiation: the negotiation activity
     document_ref: Reference | None = None  # → proposal: the proposal document…
     quote_ref: Reference | None = None  # …or the quote sent

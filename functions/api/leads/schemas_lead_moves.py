@@ -6,8 +6,9 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from pydantic import AwareDatetime, EmailStr, Field, StrictBool, model_validator
+from pydantic import EmailStr, Field, StrictBool, model_validator
 
+from api.fields import Instant
 from api.schemas import CamelModel, OutModel
 from leadcrm.leads.moves import MAX_BULK_LEADS
 from leadcrm.pipelines.rules.statuses import StageCategory
@@ -25,7 +26,7 @@ class UpdateLeadBody(CamelModel):
     stage_id: uuid.UUID | None = None
     status: StageCategory | None = None
     lost_reason: LostReason | None = None
-    trial_date: AwareDatetime | None = None
+    trial_date: Instant | None = None
     assigned_to_user_id: uuid.UUID | None = None
     is_test: StrictBool | None = None
     name: str | None = Field(default=None, min_length=1, max_length=200)

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from api.fields import JsonFloat, JsonInt
 from api.leads.schemas_lead_reads import LeadDetail
 from api.schemas import CamelModel, Envelope, OutModel
 from leadcrm.qualification.rules.qualification import CriterionStatus, DisqualifyReason
@@ -16,6 +17,10 @@ from leadcrm.qualification.tables import ENRICHMENT_CATEGORIES
 
 FieldName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
 MAX_RULES = 50
+# An enriched value or a rule's operand: kept in jsonb and compared by the scoring rules.
+ScalarText = Annotated[str, Field(max_length=1000)]
+Scalar = ScalarText | JsonInt | JsonFloat | bool
+ScalarValue = Scalar | Annotated[list[ScalarText | JsonInt | JsonFloat], Field(max_length=50)]
 
 # -- enrichment -------------------------------------------------------------------------------------------
 
@@ -24,17 +29,9 @@ class EnrichmentBody(CamelModel):
     category: Literal[ENRICHMENT_CATEGORIES]  # type: ignore[valid-type]
     field: FieldName
     # A scalar (text, number, yes/no) or a short list of them.
-    value: str | int | float | bool | list[str | int | float]
+    value: ScalarValue
     source: Annotated[str, Field(min_length=1, max_length=100)]
     confidence: Annotated[float, Field(ge=0, le=1)]
-
-    @model_validator(mode="after")
-    def _bounded(self) -> EnrichmentBody:
-        if isinstance(self.value, str) and len(self.value) > 1000:
-            raise ValueError("value must be at most 1000 characters")
-        if isinstance(self.value, list) and len(self.value) > 50:
-            raise ValueError("value lists hold at most 50 items")
-        return self
 
 
 class Enrichment(OutModel):
@@ -63,7 +60,7 @@ class FieldRule(CamelModel):
     kind: Literal["field"]
     field: FieldName
     operator: Operator = Operator.PRESENT
-    value: str | int | float | bool | list[str | int | float] | None = None
+    value: ScalarValue | None = None
     weight: Annotated[float, Field(ge=-100, le=100)]
 
     @model_validator(mode="after")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from datetime import date, datetime, time
-from typing import Annotated, Literal
+from datetime import date, datetime
+from typing import Literal
 
-from pydantic import Field, PlainSerializer, WithJsonSchema, model_validator
+from pydantic import Field, model_validator
 
+from api.fields import Day, WallClockTime
 from api.schemas import CamelModel, OutModel
 from leadcrm.work.tasks import TaskType
 
@@ -19,8 +20,9 @@ class CreateTaskBody(CamelModel):
     description: str | None = Field(default=None, max_length=5000)
     type: TaskType = TaskType.GENERAL
     priority: TaskPriority = "medium"
-    due_date: date | None = None
-    due_time: time | None = None
+    due_date: Day | None = None
+    # Local to the organization's time zone: a time with a UTC offset is refused (400), never dropped.
+    due_time: WallClockTime | None = None
     # An active staff member of this organization (400 ASSIGNEE_NOT_STAFF); default: the caller.
     assignee_user_id: uuid.UUID | None = None
     # A lead of this organization (404 LEAD_NOT_FOUND). With type contact_lead the task is the lead's
@@ -40,8 +42,9 @@ class UpdateTaskBody(CamelModel):
     title: str | None = Field(default=None, min_length=1, max_length=255)
     description: str | None = Field(default=None, max_length=5000)
     priority: TaskPriority | None = None
-    due_date: date | None = None
-    due_time: time | None = None
+    due_date: Day | None = None
+    # Local to the organization's time zone: a time with a UTC offset is refused (400), never dropped.
+    due_time: WallClockTime | None = None
     assignee_user_id: uuid.UUID | None = None
     # Completing and cancelling have their own routes.
     status: Literal["pending", "in_progress"] | None = None
@@ -65,21 +68,6 @@ class TaskLead(OutModel):
     id: uuid.UUID
     name: str | None
     phone: str | None
-
-
-# A task's due time is a wall-clock time in the organization's zone, stored without an offset: written as
-# such ("14:30:00"), not as an RFC 3339 time, which requires an offset (the fuzzing caught the mismatch).
-WallClockTime = Annotated[
-    time,
-    PlainSerializer(lambda value: value.replace(tzinfo=None).isoformat(), return_type=str),
-    WithJsonSchema(
-        {
-            "type": "string",
-            "pattern": r"^([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d{1,6})?$",
-            "description": "Local wall-clock time in the organization's time zone, no offset",
-        }
-    ),
-]
 
 
 class Task(OutModel):
