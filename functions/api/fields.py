@@ -14,9 +14,20 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, time
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, StrictInt, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    PlainSerializer,
+    StrictInt,
+    WithJsonSchema,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
 from leadcrm.platform.bounds import (
     CALENDAR_TEXT,
@@ -148,3 +159,36 @@ Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
 # A number kept in a JSON document (jsonb): exact in a double, finite.
 JsonInt = Annotated[int, Field(ge=-JSON_SAFE_INT, le=JSON_SAFE_INT)]
 JsonFloat = Annotated[float, Field(allow_inf_nan=False, ge=-1e15, le=1e15)]
+
+
+# -- optional, not nullable ------------------------------------------------------------------------------------
+
+
+class _RefuseNull:
+    """An optional property that may be left out but not sent as null (a PATCH of a field that cannot be
+    cleared): null is refused with a 400 naming the property, and the document does not offer null. Left
+    out, the property is None in Python as before (its default is not validated)."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_before_validator_function(_not_null, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        document = handler(schema)
+        choices = [c for c in document.get("anyOf", ()) if c.get("type") != "null"]
+        if "anyOf" in document and len(choices) == 1:
+            rest = {k: v for k, v in document.items() if k != "anyOf"}
+            return {**choices[0], **rest}
+        if "anyOf" in document:
+            return {**document, "anyOf": choices}
+        return document
+
+
+def _not_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("may be left out, but not null")
+    return value
+
+
+T = TypeVar("T")
+# `title: Omittable[Title] = None`: leave it out to keep the value; null is not a value it can take.
+Omittable = Annotated[T | None, _RefuseNull()]

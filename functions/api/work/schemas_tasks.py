@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from api.fields import Day, WallClockTime
+from api.fields import Day, Omittable, WallClockTime
 from api.schemas import CamelModel, OutModel
 from leadcrm.work.tasks import TaskType
 
@@ -39,24 +39,20 @@ class CreateTaskBody(CamelModel):
 class UpdateTaskBody(CamelModel):
     """Only the fields sent change; dueDate / dueTime / description / assigneeUserId may be null to clear."""
 
-    title: str | None = Field(default=None, min_length=1, max_length=255)
+    title: Omittable[str] = Field(default=None, min_length=1, max_length=255)
     description: str | None = Field(default=None, max_length=5000)
-    priority: TaskPriority | None = None
+    priority: Omittable[TaskPriority] = None
     due_date: Day | None = None
     # Local to the organization's time zone: a time with a UTC offset is refused (400), never dropped.
     due_time: WallClockTime | None = None
     assignee_user_id: uuid.UUID | None = None
     # Completing and cancelling have their own routes.
-    status: Literal["pending", "in_progress"] | None = None
+    status: Omittable[Literal["pending", "in_progress"]] = None
 
     @model_validator(mode="after")
-    def _something_and_no_null_where_none_is_allowed(self) -> UpdateTaskBody:
-        sent = self.model_fields_set
-        if not sent:
+    def _something(self) -> UpdateTaskBody:
+        if not self.model_fields_set:
             raise ValueError("send at least one field")
-        for name in ("title", "priority", "status"):
-            if name in sent and getattr(self, name) is None:
-                raise ValueError(f"{name} cannot be null")
         return self
 
     def changes(self) -> dict[str, object]:
