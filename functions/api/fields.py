@@ -151,6 +151,29 @@ WallClockTime = Annotated[
 ]
 
 
+# -- text -----------------------------------------------------------------------------------------------------
+
+
+def refuse_nul(value: Any) -> Any:
+    """PostgreSQL text cannot hold U+0000: refused as bad input rather than failing at the statement. Walks
+    lists and objects, so a keyword of a list or a value of a map is judged like a top-level string."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("text must not contain NUL characters")
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            refuse_nul(item)
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            refuse_nul(name)
+            refuse_nul(item)
+    return value
+
+
+# Free text in a query parameter (a search): request bodies are judged by CamelModel.
+QueryText = Annotated[str, AfterValidator(refuse_nul)]
+
+
 # -- numbers ---------------------------------------------------------------------------------------------------
 
 # A JSON integer that is a column's value: never a float, never a numeric string, within the column.
