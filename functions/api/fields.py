@@ -5,7 +5,7 @@
 - One calendar (leadcrm.platform.bounds: 1900-01-01 to 2999-12-31) and UTC offsets within ±14:00.
 - A wall-clock time (a task's due time) is local to the organization and carries no offset: one with an
   offset is refused rather than silently dropped.
-- Integers within their column (PostgreSQL integer, bigint), numbers finite.
+- Integers within their column (PostgreSQL integer), numbers in JSON documents exact and finite.
 
 A value outside is a 400 VALIDATION_FAILED naming the field (api.handler), never a 500 further down.
 """
@@ -33,8 +33,6 @@ from leadcrm.platform.bounds import (
     CALENDAR_TEXT,
     INT32_MAX,
     INT32_MIN,
-    INT64_MAX,
-    INT64_MIN,
     JSON_SAFE_INT,
     OFFSET_TEXT,
     day_in_calendar,
@@ -43,7 +41,7 @@ from leadcrm.platform.bounds import (
 )
 
 DAY_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}")
-INSTANT_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(?P<offset>[Zz]|[+-]\d{2}:\d{2})?")
+INSTANT_TEXT = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|[+-]\d{2}:\d{2})?")
 WALL_CLOCK_PATTERN = r"^([01]\d|2[0-3]):[0-5]\d(:[0-5]\d(\.\d{1,6})?)?$"
 WALL_CLOCK_TEXT = re.compile(WALL_CLOCK_PATTERN.strip("^$"))
 
@@ -178,7 +176,6 @@ QueryText = Annotated[str, AfterValidator(refuse_nul)]
 
 # A JSON integer that is a column's value: never a float, never a numeric string, within the column.
 Int32 = Annotated[StrictInt, Field(ge=INT32_MIN, le=INT32_MAX)]
-Int64 = Annotated[StrictInt, Field(ge=INT64_MIN, le=INT64_MAX)]
 # A number kept in a JSON document (jsonb): exact in a double, finite.
 JsonInt = Annotated[int, Field(ge=-JSON_SAFE_INT, le=JSON_SAFE_INT)]
 JsonFloat = Annotated[float, Field(allow_inf_nan=False, ge=-1e15, le=1e15)]

@@ -267,3 +267,43 @@ def test_a_value_out_of_bounds_is_a_400_and_changes_nothing(key, location, path,
 
     drawn_values()
     assert not wrong, f"{key} {location}.{'.'.join(map(str, path))}:\n" + "\n".join(dict.fromkeys(wrong))
+
+
+# -- what a cursor carries -------------------------------------------------------------------------------------
+
+CURSOR_ROUTES = sorted(
+    key
+    for key in ROUTES
+    if key.startswith("GET ")
+    and any(p["name"] == "cursor" for p in openapi_walk.operation(key).get("parameters", []))
+)
+FORGED_INSTANTS = ["0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "2026-01-01T00:00:00+23:59", "0"]
+
+
+def test_the_cursor_walk_finds_the_paged_lists():
+    assert len(CURSOR_ROUTES) >= 8
+
+
+@pytest.mark.parametrize("key", CURSOR_ROUTES)
+def test_a_cursor_forged_around_an_instant_out_of_bounds_is_never_a_5xx(key, world, valid_request):
+    """Cursors are text the client sends back. One forged around an edge instant (a keyset of an instant and
+    an id, of a day, of three parts) is a 400 in our error shape that changes nothing (INVALID_CURSOR where it
+    should hold an instant), or a page where the list's key is text (a name) or a day: never a statement the
+    driver cannot encode."""
+    from leadcrm.platform.keyset import encode_keyset
+
+    request = valid_request(key)
+    saved = Saved(world)
+    some_id = str(uuid.uuid4())
+    forged = [encode_keyset([at, some_id]) for at in FORGED_INSTANTS]
+    forged += [encode_keyset(["0001-01-01", some_id]), encode_keyset([FORGED_INSTANTS[0], some_id, ""])]
+    wrong = []
+    for cursor in forged:
+        response = _send(key, world, request, "query", ("cursor",), cursor)
+        assert response is not None
+        refused = response.status >= 400
+        if response.status >= 500 or (refused and (response.status != 400 or not _error_shaped(response))):
+            wrong.append(f"{cursor}: {response.status} {str(response.body)[:160]}")
+        elif refused and not saved.unchanged():
+            wrong.append(f"{cursor}: refused but changed what the organization owns")
+    assert not wrong, "\n".join(wrong)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
@@ -56,6 +57,15 @@ class LeadEnrichments(OutModel):
 # -- scoring models ---------------------------------------------------------------------------------------
 
 
+def _a_number(value: object) -> bool:
+    if isinstance(value, (bool, list)):
+        return False
+    try:
+        return math.isfinite(float(str(value).strip()))
+    except ValueError:
+        return False
+
+
 class FieldRule(CamelModel):
     kind: Literal["field"]
     field: FieldName
@@ -69,6 +79,9 @@ class FieldRule(CamelModel):
             raise ValueError(f"operator {self.operator.value} needs a value")
         if self.operator is Operator.IN and not isinstance(self.value, list):
             raise ValueError("operator in needs a list value")
+        if self.operator in (Operator.GTE, Operator.LTE) and not _a_number(self.value):
+            # it compares numbers: with any other value the rule could never add its points
+            raise ValueError(f"operator {self.operator.value} needs a number")
         return self
 
 

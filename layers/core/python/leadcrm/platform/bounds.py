@@ -16,9 +16,8 @@ EARLIEST_DAY = date(1900, 1, 1)
 LATEST_DAY = date(2999, 12, 31)
 MAX_UTC_OFFSET = timedelta(hours=14)
 
-# PostgreSQL integer and bigint.
+# PostgreSQL integer (money is bigint minor units, bounded far inside by its own fields).
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # The largest integer a JSON double holds exactly: a client in JavaScript reads back what it sent.
 JSON_SAFE_INT = 2**53 - 1
 
