@@ -1,11 +1,11 @@
-"""Edge values for every kind of request value, each with the verdict the API owes it: `True` (inside every
-bound the API states: any answer but a 5xx) or `False` (outside: a 400 in our error shape). The verdicts are
-written here from the design's bounds (dates 1900-01-01 to 2999-12-31, offsets within ±14:00, the lengths and
-ranges the OpenAPI document gives), not read from the code under test.
+"""Edge values for every kind of request value, and the verdict the API owes each: `verdict(schema, value)`
+is True inside every bound the API states (any answer but a 5xx) and False outside (a 400 in our error
+shape). The verdicts are written here from the design's bounds (dates 1900-01-01 to 2999-12-31, offsets
+within ±14:00, the lengths and ranges the OpenAPI document gives), not read from the code under test.
 
 `edges(schema)` lists the fixed edges of a value's schema; `values(schema)` is a hypothesis strategy over its
-whole space (years 0001-9999, offsets up to ±23:59, integers up to 2^70, text of any length), each with its
-verdict. The fuzz suite registers `formats()` with schemathesis so its generated requests carry them too.
+whole space (years 0001-9999, offsets up to ±23:59, integers up to 2^70, text of any length). The fuzz
+suite registers `formats()` with schemathesis so its generated requests carry the calendar's edges too.
 """
 
 from __future__ import annotations
@@ -20,9 +20,6 @@ from hypothesis import strategies as st
 EARLIEST, LATEST = date(1900, 1, 1), date(2999, 12, 31)
 MAX_OFFSET_MINUTES = 14 * 60
 HUGE_TEXT = 100_000
-
-Edge = tuple[Any, bool]  # (the JSON value to send, whether it is inside the bounds)
-
 
 # -- dates -----------------------------------------------------------------------------------------------------
 
@@ -209,20 +206,20 @@ def verdict(schema: dict[str, Any], value: Any) -> bool:
     return number_verdict(schema, value) if which == "number" else text_verdict(schema, value)
 
 
-def edges(schema: dict[str, Any]) -> list[Edge]:
+def edges(schema: dict[str, Any]) -> list[Any]:
     which = kind(schema)
     fixed = {"day": DAY_EDGES, "instant": INSTANT_EDGES}.get(which or "")
     if fixed is None:
         fixed = number_edges(schema) if which == "number" else text_edges(schema)
-    return [(value, verdict(schema, value)) for value in fixed]
+    return list(fixed)
 
 
-def values(schema: dict[str, Any]) -> st.SearchStrategy[Edge]:
+def values(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     which = kind(schema)
     strategy = {"day": day_texts(), "instant": instant_texts()}.get(which or "")
     if strategy is None:
         strategy = numbers(schema) if which == "number" else texts(schema)
-    return strategy.map(lambda value: (value, verdict(schema, value)))
+    return strategy
 
 
 def formats() -> dict[str, st.SearchStrategy[str]]:
