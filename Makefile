@@ -68,7 +68,7 @@ test-e2e: install
 # Authorization matrix, replays and races, faults, and schemathesis fuzzing of every operation over the
 # local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each), stateful
 # sequences that follow the document's links (FUZZ_STATEFUL_SCENARIOS of at most FUZZ_STATEFUL_STEPS calls,
-# default 25 of 12), and the edge values of every field through the handler (BOUNDS_EXAMPLES drawn values
+# default 80 of 15), and the edge values of every field through the handler (BOUNDS_EXAMPLES drawn values
 # per field, default 3).
 test-reliability: install
 	$(BIN)/python -m pytest -q $(PARALLEL) tests/reliability
@@ -76,7 +76,7 @@ test-reliability: install
 # The reliability suite with the long budgets (an hour or so on 2 cores): every knob above raised at once.
 DEEP_FUZZ_EXAMPLES ?= 1000
 DEEP_BOUNDS_EXAMPLES ?= 50
-DEEP_STATEFUL_SCENARIOS ?= 500
+DEEP_STATEFUL_SCENARIOS ?= 2000
 DEEP_STATEFUL_STEPS ?= 25
 test-deep: install  ## the reliability suite with long fuzzing budgets (FUZZ_EXAMPLES, BOUNDS_EXAMPLES, stateful)
 	FUZZ_EXAMPLES=$(DEEP_FUZZ_EXAMPLES) BOUNDS_EXAMPLES=$(DEEP_BOUNDS_EXAMPLES) \
