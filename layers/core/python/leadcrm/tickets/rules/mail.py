@@ -63,12 +63,14 @@ def parse_support_address(address: str, inbound_domain: str | None = None) -> st
 def requester_address(sender: str | None) -> str | None:
     """The sender's address as a ticket keeps it (lowercase), or None when there is none to write to. NULs,
     other control characters and spaces are removed first (no mail system puts them in an address, and
-    PostgreSQL text cannot hold a NUL); what is left must be an email address by its syntax."""
+    PostgreSQL text cannot hold a NUL); what is left must be an email address by its syntax, at a domain
+    mail can reach: any name but the special-use ones (localhost, .local, .invalid, …), .test allowed (RFC
+    6761: for testing, as the stacks' own mail is). No DNS lookup: the mail just arrived from it."""
     cleaned = "".join(ch for ch in sender or "" if ch.isprintable() and not ch.isspace())
     if not cleaned:
         return None
     try:
-        validate_email(cleaned, check_deliverability=False)
+        validate_email(cleaned, check_deliverability=False, globally_deliverable=False, test_environment=True)
     except EmailNotValidError:
         return None
     return cleaned.lower()
