@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator, model_validator
 
+from api.fields import Omittable
 from api.schemas import CamelModel, OutModel
 from leadcrm.directory.rules import Role, is_country_code
 from leadcrm.directory.rules.sync import LOCALE, MAX_LOCALE, MAX_ORGANIZATION_NAME
@@ -26,10 +27,10 @@ class UpdateSettingsBody(CamelModel):
     phone numbers are then read in the timezone's country; work nobody is named for goes to the oldest
     active owner); the others may not."""
 
-    name: OrganizationName | None = None
-    timezone: Timezone | None = None
+    name: Omittable[OrganizationName] = None
+    timezone: Omittable[Timezone] = None
     country: Country | None = None
-    locale: Locale | None = None
+    locale: Omittable[Locale] = None
     default_assignee_user_id: uuid.UUID | None = None
 
     @field_validator("timezone")
