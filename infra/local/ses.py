@@ -135,9 +135,10 @@ def ses_event(
     event_type, detail_type = EVENT_TYPES[kind]
     at = _iso(timestamp or datetime.now(UTC))
     recipients = [parseaddr(str(to))[1] for to in mail["to"]]
-    return detail_type, {"eventType": event_type, "mail": _mail_object(mail, recipients), **_body(
-        kind, at, recipients, bounce_type or "Permanent"
-    )}
+    mail_object = _mail_object(mail, recipients)
+    if kind not in ("send", "reject"):  # SES names the address it sent from once the mail left it
+        mail_object["tags"]["ses:outgoing-ip"] = ["127.0.0.1"]
+    return detail_type, {"eventType": event_type, "mail": mail_object, **_body(kind, at, recipients, bounce_type)}
 
 
 def publish(detail_type: str, detail: dict[str, Any]) -> str:
@@ -188,7 +189,7 @@ def _mail_object(mail: dict[str, Any], recipients: list[str]) -> dict[str, Any]:
     }
 
 
-def _body(kind: str, at: str, recipients: list[str], bounce_type: str) -> dict[str, Any]:
+def _body(kind: str, at: str, recipients: list[str], bounce_type: str | None) -> dict[str, Any]:
     feedback_id = f"{uuid.uuid4().hex[:16]}-{uuid.uuid4()}-000000"
     if kind == "send":
         return {"send": {}}
@@ -204,6 +205,7 @@ def _body(kind: str, at: str, recipients: list[str], bounce_type: str) -> dict[s
             }
         }
     if kind == "bounce":
+        bounce_type = bounce_type or "Permanent"
         permanent = bounce_type == "Permanent"
         return {
             "bounce": {
