@@ -210,7 +210,7 @@ def _body(kind: str, at: str, recipients: list[str], bounce_type: str | None) ->
         return {
             "bounce": {
                 "bounceType": bounce_type,
-                "bounceSubType": "General",
+                "bounceSubType": "Undetermined" if bounce_type == "Undetermined" else "General",
                 "bouncedRecipients": [
                     {
                         "emailAddress": address,
