@@ -7,7 +7,9 @@ functions: each one grants its own permissions and sets the environment variable
 resources, so a capability can be read (and later removed) in one file. The variables the code reads,
 and who sets them:
 
-- all seven: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
+- all seven: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` and
+  ``POWERTOOLS_TRACER_CAPTURE_RESPONSE`` / ``_ERROR`` off (this construct): a traced function's return value
+  or error message can hold PII, and traces, like logs, carry ids only (leadcrm.platform.telemetry);
 - api, ingestion, task_lifecycle: ``DB_AUTH_MODE``, ``DB_HOST``, ``DB_PORT``, ``DB_NAME``, ``DB_USER``,
   ``DB_SECRET_ARN`` (``Database``) and ``EVENT_BUS_NAME`` (``DomainEvents``);
 - webhooks: ``INGESTION_QUEUE_URL``, ``GRAPH_FETCH_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN``
@@ -35,6 +37,8 @@ POWERTOOLS_ENVIRONMENT = {
     "POWERTOOLS_SERVICE_NAME": "leadcrm",
     "POWERTOOLS_METRICS_NAMESPACE": "LeadCRM",
     "LOG_LEVEL": "INFO",
+    "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+    "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
 }
 
 

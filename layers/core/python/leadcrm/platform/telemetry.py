@@ -11,7 +11,7 @@ name its own function and request.
 
 Traces. In Lambda (LAMBDA_TASK_ROOT and AWS_LAMBDA_FUNCTION_NAME set, not SAM or Chalice's emulators) and
 unless POWERTOOLS_TRACE_DISABLED, the Powertools Tracer records the handler as a subsegment, each unit of work
-(`leadcrm.platform.db.statements.traced_unit`) and each AWS call (botocore, patched when it is first
+(`leadcrm.platform.db.statements.traced_unit`) and each AWS call (botocore, patched when boto3 is first
 imported). Outside Lambda (tests, the local stack) no tracer is built: the X-Ray SDK is not even imported,
 no daemon is needed, nothing warns.
 
@@ -19,7 +19,7 @@ Cold start. Outside Lambda, importing the X-Ray SDK creates a botocore session a
 centralised sampling (~200 ms); in Lambda it does not (Lambda samples), and what is left is the SDK and
 wrapt (~40 ms, less where asyncio is already loaded). Patching botocore at once would import botocore.client
 (~70 ms) in functions that create their first client late or never (the webhook receiver on a handshake), so
-the patch waits for that import (a wrapt post-import hook).
+the patch waits for boto3's import (a wrapt post-import hook).
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ def tracer() -> Tracer | None:
     from aws_lambda_powertools import Tracer
 
     built = Tracer(service=SERVICE, auto_patch=False)  # patch_all would also wrap pg8000's connections
-    # Runs at once if botocore.client is already loaded, otherwise when it is first imported.
-    wrapt.register_post_import_hook(lambda _module: built.patch(["botocore"]), "botocore.client")
+    # Every client is made through boto3 (adapters.aws, Powertools Parameters), so botocore is patched once boto3
+    # is loaded: at once if it is, otherwise as its import ends (by then botocore.client is whole and bound).
+    wrapt.register_post_import_hook(lambda _module: built.patch(["botocore"]), "boto3")
     return built
 
 
