@@ -11,7 +11,6 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, extract, func, literal, select, update
 
 from leadcrm.platform.adapters import eventbridge
-from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.events import DomainEvent
