@@ -174,6 +174,8 @@ class LocalStack:
                 return 401, self._cors({**JSON, "www-authenticate": challenge}), b'{"message":"Unauthorized"}'
         event = http_api_event(method, path, query, headers, body, claims=claims)
         status, reply_headers, payload = lambda_result(self.lambdas.invoke("api", event))
+        # As API Gateway does: the request id, which is the correlation id of the request's log lines.
+        reply_headers = {**reply_headers, "apigw-requestid": event["requestContext"]["requestId"]}
         return status, self._cors(reply_headers), payload
 
     def _cors(self, headers: dict[str, str]) -> dict[str, str]:
