@@ -61,7 +61,7 @@ def relay_unpublished(
 
 def oldest_unpublished_age_seconds() -> float:
     """How long the oldest unpublished event has waited (0 when none waits): one index read."""
-    with get_engine().connect() as conn:
+    with transaction() as conn:
         age = conn.execute(
             select(extract("epoch", func.now() - func.min(outbox.c.occurred_at))).where(outbox.c.published_at.is_(None))
         ).scalar_one()
