@@ -66,7 +66,8 @@ test-e2e: install
 	$(BIN)/python -m pytest -q tests/e2e
 
 # Authorization matrix, replays and races, faults, and schemathesis fuzzing of every operation over the
-# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each).
+# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each), and the
+# edge values of every field through the handler (BOUNDS_EXAMPLES drawn values per field, default 3).
 test-reliability: install
 	$(BIN)/python -m pytest -q $(PARALLEL) tests/reliability
 

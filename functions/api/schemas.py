@@ -10,6 +10,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict, EmailStr, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from api.fields import refuse_nul
+
 T = TypeVar("T")
 
 
@@ -21,10 +23,7 @@ class CamelModel(BaseModel):
     @field_validator("*", mode="after")
     @classmethod
     def _no_nul_characters(cls, value: Any) -> Any:
-        # PostgreSQL text cannot hold U+0000: refuse it here as bad input rather than fail at the insert.
-        if isinstance(value, str) and "\x00" in value:
-            raise ValueError("text must not contain NUL characters")
-        return value
+        return refuse_nul(value)
 
 
 class OutModel(BaseModel):

@@ -7,12 +7,27 @@ variables below. The stack sets each on this function (tests/infra/platform/test
 from __future__ import annotations
 
 from leadcrm.platform.config import check_settings
-from leadcrm.platform.environment import EMAIL_SIGNING_KEY, INBOUND_EMAIL_DOMAIN, MAIL_FROM, PSEUDONYM_KEY, Required
+from leadcrm.platform.environment import (
+    EMAIL_SIGNING_KEY,
+    INBOUND_EMAIL_DOMAIN,
+    MAIL_FROM,
+    PSEUDONYM_KEY,
+    SES_CONFIGURATION_SET,
+    Required,
+)
 
 PUBLIC_API_URL = Required("PUBLIC_API_URL", "the base URL of the unsubscribe links in bulk mail")
 TICKET_SURVEY_URL = Required("TICKET_SURVEY_URL", "the base URL of the ticket survey links")
 
-REQUIRED = (EMAIL_SIGNING_KEY, INBOUND_EMAIL_DOMAIN, MAIL_FROM, PSEUDONYM_KEY, PUBLIC_API_URL, TICKET_SURVEY_URL)
+REQUIRED = (
+    EMAIL_SIGNING_KEY,
+    INBOUND_EMAIL_DOMAIN,
+    MAIL_FROM,
+    PSEUDONYM_KEY,
+    SES_CONFIGURATION_SET,
+    PUBLIC_API_URL,
+    TICKET_SURVEY_URL,
+)
 
 
 def check() -> None:

@@ -4,7 +4,9 @@ the one role every route admits), FUZZ_EXAMPLES generated requests each (default
 `FUZZ_EXAMPLES=1000 make test-reliability`).
 
 Required of every answer: no server error (5xx), a status code the document lists for the operation, the
-documented content type, and a body that matches the documented schema for that status.
+documented content type, and a body that matches the documented schema for that status. Dates and
+date-times are drawn from the calendar's range and its edges (years 0001, 1899, 3000, 9999; offsets ±14:00,
+±14:01, +16:00; tests/support/edge_values.py): one outside the bounds is answered 400, never a 5xx.
 
 The path's organization is always the caller's own (the authorization matrix covers everyone else's), and
 the other path ids are real ids of that organization most of the time, so generated bodies reach the
@@ -27,8 +29,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from tests.support import edge_values
+
 if TYPE_CHECKING:
     from tests.support.local_stack import LocalStackClient
+
+for _format, _strategy in edge_values.formats().items():
+    schemathesis.openapi.format(_format, _strategy)
 
 pytestmark = pytest.mark.e2e
 

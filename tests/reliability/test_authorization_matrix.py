@@ -69,21 +69,8 @@ def worlds() -> tuple[OrgWorld, OrgWorld, str]:
 
 
 @pytest.fixture(autouse=True)
-def _aws(event_bus, ingestion_queue, monkeypatch):
-    """What the routes use, as the stack provides it: the bus (events after commit), the ingestion queue (an
-    import's start), the imports bucket (its upload URL), a verified sender (conversation mail) and the
-    pseudonymization key."""
-    from leadcrm.leads import pseudonym_tokens
-    from tests.integration.conftest import _settings_changed
-    from tests.support.conversations_helpers import verify_sender
-    from tests.support.ingestion_helpers import make_imports_bucket
-
-    make_imports_bucket(monkeypatch)
-    monkeypatch.delenv("PSEUDONYM_SECRET_ARN", raising=False)
-    monkeypatch.setenv("PSEUDONYM_KEY", "matrix-pseudonym-key")
-    _settings_changed()
-    pseudonym_tokens.forget()
-    verify_sender()
+def _aws(route_stack):
+    """Every cell runs against what the routes use (tests/reliability/conftest.py)."""
 
 
 def _call(key: str, ours: OrgWorld, request: Req, subject: str | None) -> ApiResponse:

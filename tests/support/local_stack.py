@@ -77,6 +77,17 @@ class LocalStackClient:
             time.sleep(0.2)
         raise AssertionError(f"the local stack did not become idle: {state}")
 
+    def sent_emails(self) -> list[dict[str, Any]]:
+        """Every mail SES sent, oldest first, through `/_local/sent-emails`'s pages."""
+        mails: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.request("GET", "/_local/sent-emails?limit=500" + (f"&cursor={cursor}" if cursor else "")).json()
+            mails.extend(page["data"])
+            cursor = page["nextCursor"]
+            if cursor is None:
+                return mails
+
     def token_for(self, subject: str, email: str | None = None) -> str:
         """A token for any subject (a user made by directory events signs in with it): `POST /_local/tokens`."""
         body = {"sub": subject, **({"email": email} if email else {})}

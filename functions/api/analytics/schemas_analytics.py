@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
+from api.fields import Day, Omittable
 from api.schemas import CamelModel, OutModel
 
 # -- reads ------------------------------------------------------------------------------------------------
@@ -183,8 +184,8 @@ Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$", description="ISO 4217, e.
 
 
 class SpendBody(CamelModel):
-    period_start: date
-    period_end: date
+    period_start: Day
+    period_end: Day
     amount: Amount
     currency: Currency
     note: str | None = Field(default=None, max_length=500)
@@ -197,19 +198,16 @@ class SpendBody(CamelModel):
 
 
 class UpdateSpendBody(CamelModel):
-    period_start: date | None = None
-    period_end: date | None = None
-    amount: Amount | None = None
-    currency: Currency | None = None
+    period_start: Omittable[Day] = None
+    period_end: Omittable[Day] = None
+    amount: Omittable[Amount] = None
+    currency: Omittable[Currency] = None
     note: str | None = Field(default=None, max_length=500)  # null clears it
 
     @model_validator(mode="after")
     def _something_to_change(self) -> UpdateSpendBody:
         if not self.model_fields_set:
             raise ValueError("give a period, an amount, a currency or a note")
-        for name in ("period_start", "period_end", "amount", "currency"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{name} cannot be null")
         return self
 
 

@@ -8,7 +8,6 @@ admins edit the deal pipeline. Literal paths (`…/deals/forecast`, `…/deals/p
 from __future__ import annotations
 
 import uuid
-from datetime import date
 from typing import Annotated, Literal
 
 from aws_lambda_powertools.event_handler import Response
@@ -37,6 +36,7 @@ from api.deals.schemas_deals import (
     UpdateDealBody,
     UpdateDealStageBody,
 )
+from api.fields import Day
 from api.http import caller, entity_id, json_response
 from api.idempotent import respond_once
 from leadcrm.deals import creation, transitions
@@ -94,8 +94,8 @@ def _deal(row: dict) -> DealEnvelope:
 def read_forecast(
     orgId: str,
     period: Annotated[Period, Query()] = Period.MONTH,
-    from_: Annotated[date | None, Query(alias="from")] = None,
-    to: Annotated[date | None, Query()] = None,
+    from_: Annotated[Day | None, Query(alias="from")] = None,
+    to: Annotated[Day | None, Query()] = None,
     ownerId: Annotated[uuid.UUID | None, Query()] = None,
 ) -> ForecastEnvelope:
     with UnitOfWork() as uow:
@@ -188,8 +188,8 @@ def index(
     leadId: Annotated[uuid.UUID | None, Query()] = None,
     membershipId: Annotated[uuid.UUID | None, Query()] = None,
     currency: Annotated[str | None, Query(pattern=r"^[A-Z]{3}$")] = None,
-    expectedCloseFrom: Annotated[date | None, Query()] = None,
-    expectedCloseTo: Annotated[date | None, Query()] = None,
+    expectedCloseFrom: Annotated[Day | None, Query()] = None,
+    expectedCloseTo: Annotated[Day | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> DealListEnvelope:

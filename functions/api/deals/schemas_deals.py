@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt, model_validator
 
+from api.fields import Day, InstantUtcByDefault, Int32, Omittable
 from api.schemas import CamelModel, OutModel
 from leadcrm.deals.rules.deals import MAX_REASON_LENGTH, MAX_REFERENCE_LENGTH, LossReason, OfferType, StageKind
 from leadcrm.deals.rules.pipelines import MAX_DEAL_STAGES, MAX_ROTTING_DAYS, MAX_STAGE_NAME_LENGTH
@@ -22,7 +23,7 @@ Money = Annotated[StrictInt, Field(ge=0, le=MAX_VALUE_MINOR)]
 SignedMoney = Annotated[StrictInt, Field(ge=-MAX_VALUE_MINOR, le=MAX_VALUE_MINOR)]
 Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$")]
 Percent = Annotated[StrictInt, Field(ge=0, le=100)]
-Version = Annotated[StrictInt, Field(ge=1)]
+Version = Annotated[Int32, Field(ge=1)]
 Title = Annotated[str, Field(min_length=1, max_length=200)]
 Reference = Annotated[str, Field(min_length=1, max_length=MAX_REFERENCE_LENGTH)]
 Reason = Annotated[str, Field(min_length=1, max_length=MAX_REASON_LENGTH)]
@@ -40,7 +41,7 @@ class CreateDealBody(CamelModel):
     membership_id: uuid.UUID | None = None
     value_minor: Money
     currency: Currency
-    expected_close_date: date
+    expected_close_date: Day
     # An active staff member (400 ASSIGNEE_NOT_STAFF); default: the caller.
     owner_user_id: uuid.UUID | None = None
     # A New stage of the deal pipeline; default: the first.
@@ -60,24 +61,20 @@ class UpdateDealBody(CamelModel):
     default, none). `version` is the one the caller read (409 DEAL_VERSION_CONFLICT otherwise)."""
 
     version: Version
-    title: Title | None = None
-    offer_type: OfferType | None = None
+    title: Omittable[Title] = None
+    offer_type: Omittable[OfferType] = None
     offer_ref: Reference | None = None
-    value_minor: Money | None = None
-    currency: Currency | None = None
-    expected_close_date: date | None = None
-    owner_user_id: uuid.UUID | None = None
+    value_minor: Omittable[Money] = None
+    currency: Omittable[Currency] = None
+    expected_close_date: Omittable[Day] = None
+    owner_user_id: Omittable[uuid.UUID] = None
     probability: Percent | None = None
     forecast_category: OpenCategory | None = None
 
     @model_validator(mode="after")
-    def _something_and_no_null_where_none_is_allowed(self) -> UpdateDealBody:
-        sent = self.model_fields_set - {"version"}
-        if not sent:
+    def _something(self) -> UpdateDealBody:
+        if not self.model_fields_set - {"version"}:
             raise ValueError("send at least one field besides version")
-        for name in ("title", "offer_type", "value_minor", "currency", "expected_close_date", "owner_user_id"):
-            if name in sent and getattr(self, name) is None:
-                raise ValueError(f"{name} cannot be null")
         return self
 
     def changes(self) -> dict[str, Any]:
@@ -89,7 +86,7 @@ class MoveDealBody(CamelModel):
 
     version: Version
     stage_id: uuid.UUID
-    activity_at: datetime | None = None  # → discovery: when the discovery call was scheduled or held
+    activity_at: InstantUtcByDefault | None = None  # → discovery: when the discovery call was scheduled or held
     activity_note: Reason | None = None  # → negotiation: the negotiation activity
     document_ref: Reference | None = None  # → proposal: the proposal document…
     quote_ref: Reference | None = None  # …or the quote sent
@@ -213,9 +210,9 @@ class AddDealStageBody(CamelModel):
 
 
 class UpdateDealStageBody(CamelModel):
-    name: StageName | None = None
-    probability: Percent | None = None
-    forecast_category: Literal["pipeline", "best_case", "commit", "closed"] | None = None
+    name: Omittable[StageName] = None
+    probability: Omittable[Percent] = None
+    forecast_category: Omittable[Literal["pipeline", "best_case", "commit", "closed"]] = None
     # null: the stage never rots.
     rotting_days: Annotated[StrictInt, Field(ge=1, le=MAX_ROTTING_DAYS)] | None = None
 
@@ -223,9 +220,6 @@ class UpdateDealStageBody(CamelModel):
     def _something(self) -> UpdateDealStageBody:
         if not self.model_fields_set:
             raise ValueError("send at least one field")
-        for name in ("name", "probability", "forecast_category"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{name} cannot be null")
         return self
 
 

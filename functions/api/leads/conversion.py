@@ -12,6 +12,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from api.fields import QueryText
 from api.http import caller, entity_id
 from api.leads.schemas_conversion import (
     SEARCH_MAX_LENGTH,
@@ -86,7 +87,7 @@ def link_member(orgId: str, leadId: str, body: Annotated[LinkMemberBody, Body()]
     return Envelope[AttachedOutcome](data=AttachedOutcome(membership_id=membership_id))
 
 
-SearchText = Annotated[str | None, Query(min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)]
+SearchText = Annotated[QueryText | None, Query(min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)]
 CANDIDATES_DESCRIPTION = (
     "Without `search`: active members sharing the lead's email or phone (`matchedBy` email first, then phone). "
     "With `search`: up to 20 active members where every term hits first name, last name, email or phone "

@@ -8,6 +8,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from api.fields import QueryText
 from api.http import caller, entity_id
 from api.leads.schemas_lead_reads import LeadDetail, LeadListItem
 from api.qualification.schemas_qualification import LeadDetailOrRedirect, MergedRedirect
@@ -88,7 +89,7 @@ def index(
     archived: Annotated[ArchivedFilter, Query()] = ArchivedFilter.LIVE,
     assignedTo: Annotated[AssignedToFilter | None, Query()] = None,
     isTest: Annotated[bool | None, Query()] = None,
-    search: Annotated[str | None, Query(min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)] = None,
+    search: Annotated[QueryText | None, Query(min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)] = None,
     sort: Annotated[LeadSort, Query()] = LeadSort.CREATED_AT,
     order: Annotated[SortOrder, Query()] = SortOrder.DESC,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,

@@ -8,6 +8,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from api.fields import Omittable
 from api.schemas import CamelModel, OutModel
 
 CampaignName = Annotated[str, Field(min_length=1, max_length=200)]
@@ -24,18 +25,14 @@ class CreateCampaignBody(CamelModel):
 
 
 class UpdateCampaignBody(CamelModel):
-    name: CampaignName | None = None
+    name: Omittable[CampaignName] = None  # a campaign keeps a name
     color: Color | None = None  # null clears it
-    archived: bool | None = None
+    archived: Omittable[bool] = None
 
     @model_validator(mode="after")
     def _something_to_change(self) -> UpdateCampaignBody:
         if not self.model_fields_set:
             raise ValueError("give a name, a color or archived")
-        if "name" in self.model_fields_set and self.name is None:
-            raise ValueError("a campaign keeps a name")
-        if "archived" in self.model_fields_set and self.archived is None:
-            raise ValueError("archived is true or false")
         return self
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from pydantic import AwareDatetime, EmailStr, Field, StrictBool, model_validator
+from pydantic import EmailStr, Field, StrictBool, model_validator
 
+from api.fields import Instant, Omittable
 from api.schemas import CamelModel, OutModel
 from leadcrm.leads.moves import MAX_BULK_LEADS
 from leadcrm.pipelines.rules.statuses import StageCategory
@@ -15,19 +16,19 @@ from leadcrm.pipelines.rules.statuses import StageCategory
 LostReason = Annotated[str, Field(min_length=1, max_length=500)]
 LeadIds = Annotated[list[uuid.UUID], Field(min_length=1, max_length=MAX_BULK_LEADS)]
 
-# Fields of UpdateLeadBody that may be null: null clears them (assignedToUserId: null unassigns).
-NULLABLE_FIELDS = frozenset({"trial_date", "assigned_to_user_id", "name", "email", "phone", "note", "locale"})
 
 
 class UpdateLeadBody(CamelModel):
-    """PATCH a lead: every field optional, at least one. stageId wins over status."""
+    """PATCH a lead: every field optional, at least one. stageId wins over status. Null clears trialDate,
+    the owner (assignedToUserId: null unassigns) and the contact fields; a stage, a status, a lost reason or
+    the test flag cannot be null."""
 
-    stage_id: uuid.UUID | None = None
-    status: StageCategory | None = None
-    lost_reason: LostReason | None = None
-    trial_date: AwareDatetime | None = None
+    stage_id: Omittable[uuid.UUID] = None
+    status: Omittable[StageCategory] = None
+    lost_reason: Omittable[LostReason] = None
+    trial_date: Instant | None = None
     assigned_to_user_id: uuid.UUID | None = None
-    is_test: StrictBool | None = None
+    is_test: Omittable[StrictBool] = None
     name: str | None = Field(default=None, min_length=1, max_length=200)
     email: EmailStr | None = None
     phone: str | None = Field(default=None, min_length=3, max_length=32, pattern=r"^[0-9+()\-\s.]+$")
@@ -38,10 +39,6 @@ class UpdateLeadBody(CamelModel):
     def _something_to_change(self) -> UpdateLeadBody:
         if not self.model_fields_set:
             raise ValueError("give at least one field to change")
-        # null means "clear" only where clearing makes sense; a null stage, status, reason or flag is a mistake.
-        for name in self.model_fields_set - NULLABLE_FIELDS:
-            if getattr(self, name) is None:
-                raise ValueError(f"{name} must not be null")
         return self
 
 

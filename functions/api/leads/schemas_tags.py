@@ -9,6 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, model_validator
 
+from api.fields import Omittable
 from api.schemas import CamelModel, OutModel
 
 MAX_TAGS_PER_LEAD = 200
@@ -32,15 +33,13 @@ class CreateTagBody(CamelModel):
 class UpdateTagBody(CamelModel):
     """A tag keeps its category: a purchase tag records what was bought, not a label to recast."""
 
-    name: TagName | None = None
+    name: Omittable[TagName] = None  # a tag keeps a name
     color: Color | None = None  # null clears it
 
     @model_validator(mode="after")
     def _something_to_change(self) -> UpdateTagBody:
         if not self.model_fields_set:
             raise ValueError("give a name or a color")
-        if "name" in self.model_fields_set and self.name is None:
-            raise ValueError("a tag keeps a name")
         return self
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from api.fields import JsonFloat, JsonInt
 from api.leads.schemas_lead_reads import LeadDetail
 from api.schemas import CamelModel, Envelope, OutModel
 from leadcrm.qualification.rules.qualification import CriterionStatus, DisqualifyReason
@@ -16,6 +18,10 @@ from leadcrm.qualification.tables import ENRICHMENT_CATEGORIES
 
 FieldName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")]
 MAX_RULES = 50
+# An enriched value or a rule's operand: kept in jsonb and compared by the scoring rules.
+ScalarText = Annotated[str, Field(max_length=1000)]
+Scalar = ScalarText | JsonInt | JsonFloat | bool
+ScalarValue = Scalar | Annotated[list[ScalarText | JsonInt | JsonFloat], Field(max_length=50)]
 
 # -- enrichment -------------------------------------------------------------------------------------------
 
@@ -24,17 +30,9 @@ class EnrichmentBody(CamelModel):
     category: Literal[ENRICHMENT_CATEGORIES]  # type: ignore[valid-type]
     field: FieldName
     # A scalar (text, number, yes/no) or a short list of them.
-    value: str | int | float | bool | list[str | int | float]
+    value: ScalarValue
     source: Annotated[str, Field(min_length=1, max_length=100)]
     confidence: Annotated[float, Field(ge=0, le=1)]
-
-    @model_validator(mode="after")
-    def _bounded(self) -> EnrichmentBody:
-        if isinstance(self.value, str) and len(self.value) > 1000:
-            raise ValueError("value must be at most 1000 characters")
-        if isinstance(self.value, list) and len(self.value) > 50:
-            raise ValueError("value lists hold at most 50 items")
-        return self
 
 
 class Enrichment(OutModel):
@@ -59,11 +57,20 @@ class LeadEnrichments(OutModel):
 # -- scoring models ---------------------------------------------------------------------------------------
 
 
+def _a_number(value: object) -> bool:
+    if isinstance(value, (bool, list)):
+        return False
+    try:
+        return math.isfinite(float(str(value).strip()))
+    except ValueError:
+        return False
+
+
 class FieldRule(CamelModel):
     kind: Literal["field"]
     field: FieldName
     operator: Operator = Operator.PRESENT
-    value: str | int | float | bool | list[str | int | float] | None = None
+    value: ScalarValue | None = None
     weight: Annotated[float, Field(ge=-100, le=100)]
 
     @model_validator(mode="after")
@@ -72,6 +79,9 @@ class FieldRule(CamelModel):
             raise ValueError(f"operator {self.operator.value} needs a value")
         if self.operator is Operator.IN and not isinstance(self.value, list):
             raise ValueError("operator in needs a list value")
+        if self.operator in (Operator.GTE, Operator.LTE) and not _a_number(self.value):
+            # it compares numbers: with any other value the rule could never add its points
+            raise ValueError(f"operator {self.operator.value} needs a number")
         return self
 
 

@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
+from api.fields import InstantUtcByDefault
 from api.http import caller, entity_id, json_response
 from api.idempotent import respond_once
 from api.leads.schemas_capture import IDEMPOTENCY_KEY_PATTERN
@@ -321,21 +322,17 @@ def take_ownership(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
 )
 def sla_report(
     orgId: str,
-    from_: Annotated[datetime | None, Query(alias="from")] = None,
-    to: Annotated[datetime | None, Query()] = None,
+    from_: Annotated[InstantUtcByDefault | None, Query(alias="from")] = None,
+    to: Annotated[InstantUtcByDefault | None, Query()] = None,
 ) -> SlaReportEnvelope:
-    end = _aware(to) if to else datetime.now(UTC)
-    start = _aware(from_) if from_ else end - timedelta(days=30)
+    end = to or datetime.now(UTC)
+    start = from_ or end - timedelta(days=30)
     if start >= end or end - start > timedelta(days=MAX_REPORT_DAYS):
         raise BadRequest(f"from must be before to, at most {MAX_REPORT_DAYS} days apart.", code="INVALID_PERIOD")
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         report = ticket_reports.sla_report(uow.connection, actor.organization_id, start, end)
     return SlaReportEnvelope.model_validate({"data": report})
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 # -- the public survey -------------------------------------------------------------------------------------------

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import AwareDatetime, Field, model_validator
+from pydantic import Field, model_validator
 
+from api.fields import Instant
 from api.schemas import CamelModel, Lead, OutModel
 from leadcrm.work.rules.call_outcomes import CallOutcome, TouchChannel
 from leadcrm.work.rules.follow_ups import MAX_FOLLOW_UP_NOTE, FollowUpType, TouchFollowUpAction
@@ -14,14 +15,14 @@ from leadcrm.work.rules.follow_ups import MAX_FOLLOW_UP_NOTE, FollowUpType, Touc
 class FollowUpBody(CamelModel):
     """PUT …/follow-up: the lead's next scheduled contact (an instant with its offset)."""
 
-    at: AwareDatetime
+    at: Instant
     type: FollowUpType
     note: str | None = Field(default=None, max_length=MAX_FOLLOW_UP_NOTE)
 
 
 class TouchFollowUp(CamelModel):
     action: TouchFollowUpAction
-    at: AwareDatetime | None = None
+    at: Instant | None = None
     type: FollowUpType | None = None
     note: str | None = Field(default=None, max_length=MAX_FOLLOW_UP_NOTE)
 
@@ -39,7 +40,7 @@ class TouchBody(CamelModel):
     outcome: CallOutcome | None = None
     note: str | None = Field(default=None, max_length=5000)
     follow_up: TouchFollowUp | None = None
-    trial_date: AwareDatetime | None = None
+    trial_date: Instant | None = None
 
     @model_validator(mode="after")
     def _trial_date_with_a_booking(self) -> TouchBody:

@@ -20,7 +20,7 @@ def test_a_new_lead_is_scored_through_the_bus_and_rescored_after_a_model_change(
     demo = local_stack.new_organization()
     org, owner = demo["organizationId"], demo["users"]["owner"]["token"]
     rules = [{"kind": "source", "sources": ["referral"], "weight": 30}]
-    body = {"rules": rules, "qualifyThreshold": 50}
+    body = {"rules": rules, "qualifyThreshold": 30}
     assert (
         local_stack.request("POST", f"/organizations/{org}/scoring-models", token=owner, json_body=body).status == 201
     )
@@ -33,8 +33,9 @@ def test_a_new_lead_is_scored_through_the_bus_and_rescored_after_a_model_change(
     scored = local_stack.request("GET", path, token=owner).json()["data"]
     assert (scored["state"], scored["score"], scored["scoreModelVersion"]) == ("scored", 30, 1)
 
-    body = {"rules": [{"kind": "source", "sources": ["referral"], "weight": 45}], "qualifyThreshold": 50}
-    local_stack.request("POST", f"/organizations/{org}/scoring-models", token=owner, json_body=body)
+    body = {"rules": [{"kind": "source", "sources": ["referral"], "weight": 45}], "qualifyThreshold": 45}
+    changed = local_stack.request("POST", f"/organizations/{org}/scoring-models", token=owner, json_body=body)
+    assert changed.status == 201
     local_stack.request("POST", "/_local/tick", json_body={"job": "rescore_leads"})
 
     rescored = local_stack.request("GET", path, token=owner).json()["data"]

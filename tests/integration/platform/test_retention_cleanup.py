@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Table, func, insert, select, text
 
+from leadcrm.conversations.jobs import APPLIED_EVENTS_KEPT_FOR, APPLIED_EVENTS_RETENTION
 from leadcrm.ingestion.jobs import CLAIMS_KEPT_FOR, CLAIMS_RETENTION
 from leadcrm.leads.rate_limits import COUNTERS_KEPT_FOR
 from leadcrm.leads.rate_limits import RETENTION as COUNTERS_RETENTION
@@ -61,6 +62,16 @@ def _claim(age: timedelta) -> dict[str, Any]:
     }
 
 
+def _applied_ses_event(age: timedelta) -> dict[str, Any]:
+    return {
+        "ses_message_id": uuid.uuid4().hex,
+        "event_type": "delivery",
+        "occurred_at": _age(age),
+        "organization_id": make_organization().id,
+        "received_at": _age(age),
+    }
+
+
 def _event(published_age: timedelta | None, occurred_age: timedelta = timedelta(days=30)) -> dict[str, Any]:
     return {
         "id": uuid.uuid4(),
@@ -78,6 +89,7 @@ CASES: dict[str, tuple[Retention, Callable[[timedelta], dict[str, Any]], timedel
     "idempotency_keys": (KEYS_RETENTION, _idempotency_key, REPLAY_WINDOW),
     "rate_limit_counters": (COUNTERS_RETENTION, _counter, COUNTERS_KEPT_FOR),
     "ingested_events": (CLAIMS_RETENTION, _claim, CLAIMS_KEPT_FOR),
+    "ses_delivery_events": (APPLIED_EVENTS_RETENTION, _applied_ses_event, APPLIED_EVENTS_KEPT_FOR),
     "outbox": (OUTBOX_RETENTION, _event, PUBLISHED_KEPT_FOR),
 }
 
@@ -109,7 +121,7 @@ def _nothing_expired_before() -> None:
     run_cleanup(RETAINED)
 
 
-def test_the_job_covers_the_four_growing_tables():
+def test_the_job_covers_the_five_growing_tables():
     assert sorted(retention.name for retention in RETAINED) == sorted(CASES)
 
 
@@ -125,7 +137,8 @@ def test_a_row_just_inside_its_retention_is_kept_and_one_just_outside_is_deleted
 @pytest.mark.parametrize(
     ("table", "period"),
     [("idempotency_keys", timedelta(hours=24)), ("rate_limit_counters", timedelta(hours=1)),
-     ("ingested_events", timedelta(days=90)), ("outbox", timedelta(days=7))],
+     ("ingested_events", timedelta(days=90)), ("ses_delivery_events", timedelta(days=30)),
+     ("outbox", timedelta(days=7))],
 )  # fmt: skip
 def test_the_documented_retention_periods(table, period):
     assert CASES[table][0].kept_for == period
@@ -206,6 +219,7 @@ def test_the_scheduled_job_returns_its_counts_per_table_and_publishes_them(ctx, 
         "idempotency_keys": 1,
         "rate_limit_counters": 1,
         "ingested_events": 1,
+        "ses_delivery_events": 1,
         "outbox": 2,
         "unfinished": 0,
     }
@@ -213,6 +227,7 @@ def test_the_scheduled_job_returns_its_counts_per_table_and_publishes_them(ctx, 
         "idempotency_keys": 1,
         "rate_limit_counters": 1,
         "ingested_events": 1,
+        "ses_delivery_events": 1,
         "outbox": 2,
     }
     assert all(_expired_count(retention) == 0 for retention in RETAINED)

@@ -230,7 +230,7 @@ def test_the_event_carries_ids_only(owner):
 
 
 def test_scoring_still_works_on_a_pseudonymized_lead(owner):
-    create_model(owner, [{"kind": "source", "sources": ["manual"], "weight": 30}])
+    create_model(owner, [{"kind": "source", "sources": ["manual"], "weight": 30}], threshold=30)
     lead = new_lead(owner, name="Dana", email="dana.scored@example.com")
     _pseudonymize(owner, lead["id"])
     call_api("POST", leads_path(owner.org_id, lead["id"]) + "/score", sub=owner.sub)

@@ -75,6 +75,25 @@ def test_a_comparison_rule_without_a_value_is_refused(owner):
     assert (response.status, response.error_code) == (400, "VALIDATION_FAILED")
 
 
+def test_a_comparison_rule_on_a_value_that_is_not_a_number_is_refused(owner):
+    """gte / lte compare numbers: with a word the rule could never add its points."""
+    rule = {"kind": "field", "field": "companySize", "operator": "gte", "value": "large", "weight": 60}
+    response = create_model(owner, [rule])
+    assert (response.status, response.error_code) == (400, "VALIDATION_FAILED")
+
+
+def test_a_model_whose_threshold_no_lead_can_reach_is_refused_and_not_kept(owner):
+    rules = [
+        {"kind": "field", "field": "email", "weight": 30},
+        {"kind": "source", "sources": ["referral"], "weight": 20},
+    ]
+    response = create_model(owner, rules, threshold=60)
+    assert (response.status, response.error_code) == (400, "SCORING_THRESHOLD_UNREACHABLE"), response.body
+    assert (response.body["error"]["highestScore"], response.body["error"]["qualifyThreshold"]) == (50, 60)
+    assert call_api("GET", f"/organizations/{owner.org_id}/scoring-models", sub=owner.sub).data == []
+    assert create_model(owner, rules, threshold=50).status == 201
+
+
 def test_an_enrichment_is_a_timeline_event_and_rescores_the_lead_in_the_same_request(owner, coach):
     create_model(owner)
     lead = new_lead(coach, name="Dana", email="dana.score@example.com")
@@ -149,7 +168,7 @@ def test_correcting_the_leads_own_fields_rescores_it(owner, coach):
 
 
 def test_a_new_lead_is_scored_when_lead_created_reaches_task_lifecycle(owner, coach, task_lifecycle):
-    create_model(owner, [{"kind": "source", "sources": ["referral"], "weight": 25}])
+    create_model(owner, [{"kind": "source", "sources": ["referral"], "weight": 25}], threshold=25)
     lead = new_lead(coach, name="Dana", source="referral")
     assert _score(lead["id"]) == (None, None, None)
 
@@ -182,8 +201,8 @@ def test_a_model_change_rescores_every_lead_in_batches(owner):
 
 def test_the_newest_model_supersedes_one_still_being_applied(owner):
     new_lead(owner, name="Dana")
-    create_model(owner, [{"kind": "field", "field": "name", "weight": 15}])
-    create_model(owner, [{"kind": "field", "field": "name", "weight": 35}])
+    create_model(owner, [{"kind": "field", "field": "name", "weight": 15}], threshold=15)
+    create_model(owner, [{"kind": "field", "field": "name", "weight": 35}], threshold=35)
 
     run_rescore_job(batch=100)
 

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from leadcrm.qualification.rules.scoring import FieldValue, LeadFacts, Operator, matches, model_from_row, score_lead
+from leadcrm.qualification.rules.scoring import (
+    FieldValue,
+    LeadFacts,
+    Operator,
+    highest_score,
+    matches,
+    model_from_row,
+    score_lead,
+    threshold_reachable,
+)
 
 
 def model(*rules, version=3):
@@ -77,3 +86,28 @@ def test_each_rule_reports_what_it_added():
     )
     facts = LeadFacts(source="referral", fields={"email": FieldValue("a@b.c")})
     assert score_lead(model(*rules), facts).points == (10.0, 20.0)
+
+
+# -- whether a model can qualify anyone ------------------------------------------------------------------------
+
+
+def test_the_highest_score_adds_every_rule_that_adds_points_at_its_most():
+    rules = [
+        {"kind": "field", "field": "companySize", "operator": "gte", "value": 50, "weight": 40},
+        {"kind": "source", "sources": ["referral"], "weight": 25},
+        {"kind": "engagement", "signal": "touches", "weight": 10, "max": 20},
+        {"kind": "field", "field": "email", "weight": -30},  # a lead without an email loses nothing
+    ]
+    assert highest_score(model(*rules).rules) == 85
+
+
+def test_an_engagement_rule_without_a_maximum_makes_every_threshold_reachable():
+    rule = {"kind": "engagement", "signal": "touches", "weight": 1}
+    assert highest_score(model(rule).rules) == float("inf")
+    assert threshold_reachable(model_from_row(1, [rule], qualify_threshold=100, nurture_days=30))
+
+
+@pytest.mark.parametrize(("threshold", "reachable"), [(0, True), (40, True), (41, False), (100, False)])
+def test_a_threshold_is_reachable_when_the_highest_score_meets_it(threshold, reachable):
+    rule = {"kind": "field", "field": "companySize", "operator": "gte", "value": 50, "weight": 40}
+    assert threshold_reachable(model_from_row(1, [rule], qualify_threshold=threshold, nurture_days=30)) is reachable

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date
 from typing import Any
 
 from sqlalchemy import Connection, and_, func, or_, select
@@ -18,7 +18,7 @@ from leadcrm.deals.rules.deals import DealStatus, ForecastCategory
 from leadcrm.deals.tables import deal_compensations, deal_history, deal_stages, deals
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import parse_uuid
-from leadcrm.platform.keyset import decode_keyset, encode_keyset
+from leadcrm.platform.keyset import decode_keyset, encode_keyset, keyset_instant
 
 HISTORY_LIMIT = 200
 MAX_PAGE = 200
@@ -140,10 +140,7 @@ def list_deals(
 def _before(cursor: str) -> Any:
     raw_at, raw_id = decode_keyset(cursor, 2)
     last_id = parse_uuid(raw_id)
-    try:
-        last_at = datetime.fromisoformat(raw_at)
-    except ValueError:
-        last_id = None
+    last_at = keyset_instant(raw_at)
     if last_id is None:
         raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
     return or_(deals.c.created_at < last_at, and_(deals.c.created_at == last_at, deals.c.id < last_id))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Uuid, literal, select, tuple_
@@ -12,7 +11,7 @@ from sqlalchemy import Connection, Uuid, literal, select, tuple_
 from leadcrm.ingestion.csv_import import JOB_COLUMNS
 from leadcrm.ingestion.tables import lead_import_jobs, lead_import_rows
 from leadcrm.platform.errors import BadRequest, NotFound
-from leadcrm.platform.keyset import decode_keyset, encode_keyset
+from leadcrm.platform.keyset import decode_keyset, encode_keyset, keyset_instant
 
 
 def get_import(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) -> dict[str, Any]:
@@ -40,7 +39,7 @@ def list_imports(conn: Connection, organization_id: uuid.UUID, *, limit: int, cu
     if cursor:
         raw_created_at, raw_id = decode_keyset(cursor, 2)
         try:
-            after = tuple_(literal(datetime.fromisoformat(raw_created_at)), literal(uuid.UUID(raw_id), Uuid))
+            after = tuple_(literal(keyset_instant(raw_created_at)), literal(uuid.UUID(raw_id), Uuid))
         except ValueError as error:
             raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR") from error
         query = query.where(tuple_(lead_import_jobs.c.created_at, lead_import_jobs.c.id) < after)

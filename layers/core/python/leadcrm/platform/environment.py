@@ -102,3 +102,6 @@ EMAIL_SIGNING_KEY = Required(
 INBOUND_EMAIL_DOMAIN = Required("INBOUND_EMAIL_DOMAIN", "the domain of reply and support addresses")
 PSEUDONYM_KEY = Required("PSEUDONYM_SECRET_ARN", "the secret of the pseudonym master key", instead=("PSEUDONYM_KEY",))
 MAIL_FROM = Required("MAIL_FROM", "the verified SES identity mail is sent from")
+SES_CONFIGURATION_SET = Required(
+    "SES_CONFIGURATION_SET", "the SES configuration set every send names, so its delivery events are seen"
+)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from datetime import datetime
 
 from leadcrm.platform import json_limits
+from leadcrm.platform.bounds import instant_in_calendar, offset_in_range
 from leadcrm.platform.errors import BadRequest
 
 
@@ -24,3 +26,16 @@ def decode_keyset(cursor: str, arity: int) -> list[str]:
     if not isinstance(values, list) or len(values) != arity or not all(isinstance(v, str) for v in values):
         raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
     return values
+
+
+def keyset_instant(raw: str) -> datetime:
+    """An instant a cursor carries, as this API wrote it (a timestamptz's isoformat): with its offset, within
+    the calendar (platform.bounds). A forged one is 400 INVALID_CURSOR, never a statement the driver cannot
+    encode (year 1 at +14:00 has no UTC year)."""
+    try:
+        at = datetime.fromisoformat(raw)
+    except ValueError as error:
+        raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR") from error
+    if at.tzinfo is None or not offset_in_range(at.utcoffset()) or not instant_in_calendar(at):
+        raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
+    return at

@@ -44,9 +44,18 @@ from leadcrm.leads.moves import id_list
 from leadcrm.leads.tables import lead_activity_events, leads
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.transactions import transaction
+from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.ids import parse_uuid, uuid7
 from leadcrm.qualification.rules.qualification import QualificationState
-from leadcrm.qualification.rules.scoring import FieldValue, LeadFacts, ScoringModel, model_from_row, score_lead
+from leadcrm.qualification.rules.scoring import (
+    FieldValue,
+    LeadFacts,
+    ScoringModel,
+    highest_score,
+    model_from_row,
+    score_lead,
+    threshold_reachable,
+)
 from leadcrm.qualification.tables import lead_enrichments, scoring_models
 
 logger = logging.getLogger(__name__)
@@ -125,7 +134,17 @@ def create_model(
     conn: Connection, actor: Actor, rules: list[dict[str, Any]], qualify_threshold: int, nurture_days: int
 ) -> dict[str, Any]:
     """The organization's next model version; the rescore job applies it to every lead. Versions are
-    numbered under the organization's row lock (FOR NO KEY UPDATE: it lets foreign key checks through)."""
+    numbered under the organization's row lock (FOR NO KEY UPDATE: it lets foreign key checks through).
+    400 SCORING_THRESHOLD_UNREACHABLE for a model no lead could ever qualify under."""
+    model = model_from_row(0, rules, qualify_threshold, nurture_days)
+    if not threshold_reachable(model):
+        raise BadRequest(
+            f"No lead can reach the qualify threshold of {qualify_threshold}: these rules give at most "
+            f"{round(highest_score(model.rules))} points.",
+            code="SCORING_THRESHOLD_UNREACHABLE",
+            qualifyThreshold=qualify_threshold,
+            highestScore=round(highest_score(model.rules)),
+        )
 
     conn.execute(
         select(organizations.c.id).where(organizations.c.id == actor.organization_id).with_for_update(key_share=True)

@@ -23,7 +23,13 @@ from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import uuid7
 from leadcrm.tickets.rules.mail import new_support_token, support_address
 from leadcrm.tickets.rules.routing import Priority, RoutingRule, normalize_keywords
-from leadcrm.tickets.rules.sla import BusinessCalendar, CalendarError, calendar_from_settings
+from leadcrm.tickets.rules.sla import (
+    SEARCHED_WHOLE_DAYS,
+    BusinessCalendar,
+    CalendarError,
+    calendar_from_settings,
+    scarcest_business_time,
+)
 from leadcrm.tickets.tables import (
     ticket_holidays,
     ticket_queues,
@@ -169,7 +175,30 @@ def update_settings(conn: Connection, organization_id: uuid.UUID, changes: dict[
         _replace_holidays(conn, organization_id, changes["holidays"])
     if "sla_policies" in changes:
         _upsert_policies(conn, organization_id, changes["sla_policies"])
+    if {"business_hours", "holidays", "sla_policies"} & set(changes):
+        _require_reachable_targets(conn, organization_id)
     return settings_view(conn, organization_id)
+
+
+def _require_reachable_targets(conn: Connection, organization_id: uuid.UUID) -> None:
+    """Settings we accept can always be used: business hours and holidays that leave less business time
+    within the SLA search than the longest target would make every later ticket's due time uncomputable.
+    400 INVALID_CALENDAR, in the caller's transaction (nothing of the change is kept)."""
+    context = sla_context(conn, organization_id)
+    priority = max(context.targets, key=lambda p: max(context.targets[p]))
+    longest = max(context.targets[priority])
+    available, start_day = scarcest_business_time(context.calendar)
+    if available < timedelta(minutes=longest):
+        raise BadRequest(
+            f"With these business hours and holidays a ticket opened on {start_day.isoformat()} has only "
+            f"{available // timedelta(minutes=1)} business minutes in the {SEARCHED_WHOLE_DAYS} days that follow: "
+            f"the {priority.value} target of {longest} business minutes could never fall due.",
+            code="INVALID_CALENDAR",
+            priority=priority.value,
+            targetMinutes=longest,
+            businessMinutes=available // timedelta(minutes=1),
+            openedOn=start_day.isoformat(),
+        )
 
 
 def _replace_holidays(conn: Connection, organization_id: uuid.UUID, holidays: list[tuple[date, str]]) -> None:

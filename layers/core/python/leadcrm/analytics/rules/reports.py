@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from enum import StrEnum
 
+from leadcrm.platform.bounds import CALENDAR_TEXT, day_in_calendar
 from leadcrm.platform.errors import BadRequest
 from leadcrm.work.rules.attention import org_zone
 
@@ -56,19 +57,15 @@ def local_midnight(day: date, zone: tzinfo) -> datetime:
     return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
 
 
-# Days outside these bounds are refused: nothing is that old or that far ahead, and the instants of a day
-# at the edge of the calendar (year 1, year 9999) cannot be computed in every timezone.
-EARLIEST_DAY = date(1900, 1, 1)
-LATEST_DAY = date(2999, 12, 31)
-
-
 def period_of(from_day: date | None, to_day: date | None, timezone: str | None) -> Period:
     """The instants of a range of the organization's days, both ends included. 400 INVALID_PERIOD when
     `from` is after `to`, or a day is before 1900 or after 2999."""
     for day in (from_day, to_day):
-        if day is not None and not EARLIEST_DAY <= day <= LATEST_DAY:
+        # The API's shared Day type refuses these first; a day at the edge of the calendar (year 1, year
+        # 9999) has no instants in every timezone, so the rule keeps its own guard for any other caller.
+        if day is not None and not day_in_calendar(day):
             raise BadRequest(
-                f"A period's days are between {EARLIEST_DAY.isoformat()} and {LATEST_DAY.isoformat()}.",
+                f"A period's days are {CALENDAR_TEXT}.",
                 code="INVALID_PERIOD",
                 day=day.isoformat(),
             )

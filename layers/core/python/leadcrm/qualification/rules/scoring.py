@@ -14,6 +14,7 @@ The score is the rounded sum, kept within 0..100, stored with the model's versio
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -110,6 +111,29 @@ def score_lead(model: ScoringModel, facts: LeadFacts) -> ScoreResult:
     points = tuple(_points(rule, facts) for rule in model.rules)
     total = round(sum(points))
     return ScoreResult(score=max(MIN_SCORE, min(MAX_SCORE, total)), version=model.version, points=points)
+
+
+def highest_score(rules: Sequence[Rule]) -> float:
+    """The most any lead could score: every rule that adds points adding its most (a field at full
+    confidence, an engagement at its max; one without a max is unbounded). An upper bound: two rules on
+    different sources cannot both count, so a model whose highest score misses its threshold surely does."""
+    total = 0.0
+    for rule in rules:
+        if rule.weight <= 0:
+            continue  # a lead without the field, the source or the signal loses nothing
+        if rule.kind is RuleKind.ENGAGEMENT:
+            if rule.max_points is None:
+                return float("inf")
+            total += rule.max_points
+        else:
+            total += rule.weight
+    return total
+
+
+def threshold_reachable(model: ScoringModel) -> bool:
+    """Whether some lead could meet the model's qualify threshold (qualifying needs the score to meet it)."""
+    highest = highest_score(model.rules)
+    return math.isinf(highest) or min(MAX_SCORE, round(highest)) >= model.qualify_threshold
 
 
 def _points(rule: Rule, facts: LeadFacts) -> float:

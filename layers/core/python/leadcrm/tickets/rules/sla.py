@@ -16,10 +16,13 @@ calendar's spring-forward day has 23 hours, 09:00–17:00 is still eight real ho
 
 from __future__ import annotations
 
+import bisect
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
+from functools import cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")  # index = date.weekday()
@@ -110,6 +113,59 @@ def calendar_to_settings(calendar: BusinessCalendar) -> dict[str, list[list[str]
 
 
 ALWAYS_OPEN = {day: [["00:00", "24:00"]] for day in WEEKDAYS}
+
+
+# -- whether a calendar can carry a target -------------------------------------------------------------------
+
+# The whole days `add_business_time` surely searches after the day it starts on (that day may be over).
+SEARCHED_WHOLE_DAYS = MAX_DAYS_SEARCHED - 1
+# Springing forward shortens that day's business hours in real time by at most the jump, once a year.
+SPRINGS_SEARCHED = math.ceil(SEARCHED_WHOLE_DAYS / 365)
+
+
+@cache
+def dst_allowance(timezone: str) -> timedelta:
+    """What daylight saving can take from the business time of one search in this zone: its largest jump
+    forward (2000-2040, the rules zoneinfo knows and repeats) for every spring the search spans."""
+    zone = ZoneInfo(timezone)
+    largest = timedelta(0)
+    instant = datetime(2000, 1, 1, tzinfo=UTC)
+    offset = instant.astimezone(zone).utcoffset() or timedelta(0)
+    while instant.year < 2040:
+        instant += timedelta(days=7)
+        following = instant.astimezone(zone).utcoffset() or timedelta(0)
+        largest, offset = max(largest, following - offset), following
+    return largest * SPRINGS_SEARCHED
+
+
+def scarcest_business_time(calendar: BusinessCalendar) -> tuple[timedelta, date]:
+    """The least business time `add_business_time` can find from any start, and a day it starts after (the
+    search covers SEARCHED_WHOLE_DAYS whole days after the start's own day; less the zone's dst_allowance).
+
+    Counted in local minutes: the week's hours, less the holidays inside the window. The count changes only
+    where a holiday enters or leaves the window, and otherwise repeats weekly, so the week after each such
+    day (and one week away from every holiday) holds the minimum."""
+    weekly = [sum(i.end_minute - i.start_minute for i in calendar.weekly.get(day, ())) for day in range(7)]
+    holidays = sorted(calendar.holidays)
+    lost = [0]
+    for day in holidays:
+        lost.append(lost[-1] + weekly[day.weekday()])
+    span = SEARCHED_WHOLE_DAYS
+    full_weeks, rest = divmod(span, 7)
+
+    def minutes_from(first: date) -> int:
+        open_minutes = full_weeks * sum(weekly) + sum(weekly[(first.weekday() + i) % 7] for i in range(rest))
+        inside = lost[bisect.bisect_right(holidays, first + timedelta(days=span - 1))] - lost[
+            bisect.bisect_left(holidays, first)
+        ]
+        return open_minutes - inside
+
+    # Without holidays any week will do; with them, every weekday also starts after some holiday's entry.
+    firsts = [date(2000, 1, 3)]
+    for day in holidays:
+        firsts += [day - timedelta(days=span - 1), day + timedelta(days=1)]
+    least, first = min((minutes_from(f + timedelta(days=i)), f + timedelta(days=i)) for f in firsts for i in range(7))
+    return max(timedelta(minutes=least) - dst_allowance(calendar.timezone), timedelta(0)), first - timedelta(days=1)
 
 
 def _local_instant(day: date, minute: int, zone: ZoneInfo) -> datetime:
