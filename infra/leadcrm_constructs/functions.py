@@ -4,8 +4,9 @@ Every function gets the same runtime, architecture, layers (core, dependencies: 
 overlap), tracing, log retention and Powertools settings; only the handler, size and network placement
 differ (``FUNCTION_SPECS``). The constructs of the other capabilities wire themselves to these
 functions: each one grants its own permissions and sets the environment variables that point at its
-resources, so a capability can be read (and later removed) in one file. The variables the code reads,
-and who sets them:
+resources, so a capability can be read (and later removed) in one file. Each function checks the
+variables it needs when it starts (functions/<name>/settings.py; tests/infra/platform/test_infra_settings.py
+holds each list to what the stack sets). The variables the code reads, and who sets them:
 
 - all seven: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` and
   ``POWERTOOLS_TRACER_CAPTURE_RESPONSE`` / ``_ERROR`` off (this construct): a traced function's return value

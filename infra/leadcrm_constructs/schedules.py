@@ -14,7 +14,7 @@ from cdk_nag import NagSuppressions
 from constructs import Construct
 
 OUTBOX_RELAY_JOB = "outbox_relay"
-RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
+RETENTION_CLEANUP_JOB = "retention_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
 RESCORE_LEADS_JOB = "rescore_leads"
 NURTURE_REEVALUATION_JOB = "nurture_reevaluation"
@@ -26,10 +26,11 @@ QUEUED_EMAIL_SWEEP_JOB = "queued_email_sweep"
 
 
 class Schedules(Construct):
-    """Scheduled jobs: the outbox relay every minute; throttle-counter cleanup and the morning digest every
-    15 minutes (the digest job itself picks the organizations whose local morning it is); the deal rotting
-    sweep every hour (thresholds are in days); rescoring after a scoring model change every 5 minutes; nurture
-    re-evaluation and the merge snapshot purge hourly; the queued email sweep every 5 minutes."""
+    """Scheduled jobs: the outbox relay every minute; the retention cleanup of growing tables (throttle
+    counters among them: they are kept an hour) and the morning digest every 15 minutes (the digest job
+    itself picks the organizations whose local morning it is); the deal rotting sweep every hour (thresholds
+    are in days); rescoring after a scoring model change every 5 minutes; nurture re-evaluation and the merge
+    snapshot purge hourly; the queued email sweep every 5 minutes."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -50,11 +51,12 @@ class Schedules(Construct):
             every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
             description="Re-publish outbox events left behind after commit",
         )
-        self.rate_limit_cleanup = self._job(
-            "RateLimitCleanup",
-            job=RATE_LIMIT_CLEANUP_JOB,
+        self.retention_cleanup = self._job(
+            "RetentionCleanup",
+            job=RETENTION_CLEANUP_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
-            description="Delete public-capture throttle counters of past windows",
+            description="Delete rows past their retention: idempotency answers, throttle counters, webhook "
+            "claims, published outbox rows",
         )
         self.daily_digest = self._job(
             "DailyDigest",

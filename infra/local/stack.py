@@ -28,7 +28,7 @@ LOCAL_META_APP_SECRET = "local-app-secret"
 LOCAL_META_VERIFY_TOKEN = "local-verify-token"
 JOB_RATES_SECONDS = {
     "outbox_relay": 60,
-    "rate_limit_cleanup": 900,
+    "retention_cleanup": 900,
     "daily_digest": 900,
     "rescore_leads": 300,
     "nurture_reevaluation": 3600,

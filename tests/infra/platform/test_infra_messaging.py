@@ -109,8 +109,8 @@ def test_every_job_task_lifecycle_knows_is_scheduled_in_aws_and_in_the_local_sta
     assert scheduled == set(JOBS) == set(JOB_RATES_SECONDS)
 
 
-def test_rate_limit_counters_are_cleaned_every_15_minutes(resources: dict[str, Any]) -> None:
-    assert _schedule_for(resources, "rate_limit_cleanup")["ScheduleExpression"] == "rate(15 minutes)"
+def test_growing_tables_are_cleaned_every_15_minutes(resources: dict[str, Any]) -> None:
+    assert _schedule_for(resources, "retention_cleanup")["ScheduleExpression"] == "rate(15 minutes)"
 
 
 def test_outbox_relay_runs_every_minute(resources: dict[str, Any], function_ids: dict[str, str]) -> None:

@@ -23,20 +23,21 @@ from sqlalchemy import Connection
 from leadcrm.analytics import attribution
 from leadcrm.conversations import reactions as conversations_reactions
 from leadcrm.conversations.bulk_email import run_bulk_email
+from leadcrm.conversations.jobs import APPLIED_EVENTS_RETENTION
 from leadcrm.conversations.queued_sweep import run_queued_email_sweep
 from leadcrm.deals import owner_departure
 from leadcrm.deals import reactions as deals_reactions
 from leadcrm.deals.rotting import run_rotting_sweep
 from leadcrm.directory import reactions as directory_reactions
 from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
+from leadcrm.ingestion.jobs import CLAIMS_RETENTION
+from leadcrm.leads import rate_limits, released_joins
 from leadcrm.leads import reactions as leads_reactions
-from leadcrm.leads import released_joins
 from leadcrm.leads.messages import LeadBecameMember, LeadCreated, LeadErasing, ScoringInputsChanged
-from leadcrm.leads.rate_limits import delete_expired_counters
 from leadcrm.leads.rules.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
-from leadcrm.platform import messagebus
+from leadcrm.platform import idempotency, messagebus, outbox
 from leadcrm.platform.events import LEAD_CREATED, LEAD_STATUS_CHANGED
-from leadcrm.platform.outbox import relay_unpublished
+from leadcrm.platform.retention import Retention, run_cleanup
 from leadcrm.qualification import reactions as qualification_reactions
 from leadcrm.qualification import scoring
 from leadcrm.qualification.jobs import purge_expired_snapshots
@@ -96,9 +97,19 @@ EVENT_REACTIONS: dict[str, EventReaction] = {
     **{detail_type: conversations_reactions.on_ses_event for detail_type in conversations_reactions.SES_DETAIL_TYPES},
 }
 
+# The growing tables the `retention_cleanup` job keeps in check, each with its owner's retention (README:
+# Operate, Retention).
+RETAINED: tuple[Retention, ...] = (
+    idempotency.RETENTION,
+    rate_limits.RETENTION,
+    CLAIMS_RETENTION,
+    APPLIED_EVENTS_RETENTION,
+    outbox.RETENTION,
+)
+
 JOBS: dict[str, Callable[[], dict[str, int]]] = {
-    "outbox_relay": relay_unpublished,
-    "rate_limit_cleanup": delete_expired_counters,
+    "outbox_relay": outbox.relay_unpublished,
+    "retention_cleanup": lambda: run_cleanup(RETAINED),
     "daily_digest": run_daily_digest,
     "rescore_leads": scoring.run_rescore_job,
     "nurture_reevaluation": run_nurture_reevaluation,
