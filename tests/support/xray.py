@@ -11,9 +11,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.support.aws import EVENT_BUS
+
 ROOT = Path(__file__).resolve().parents[2]
 IN_LAMBDA = {"LAMBDA_TASK_ROOT": "/var/task", "AWS_LAMBDA_FUNCTION_NAME": "leadcrm-api"}
 TRACE_ROOT = "1-65a1b2c3-0123456789abcdef01234567"
+# What the functions check at cold start in Lambda (functions/*/settings.py), as the stack would set it.
+FUNCTION_SETTINGS = {
+    "EVENT_BUS_NAME": EVENT_BUS,
+    "INGESTION_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/leadcrm-ingestion",
+    "LEAD_IMPORTS_BUCKET": "leadcrm-lead-imports",
+    "EMAIL_SIGNING_KEYS": "tracing-test-signing-key",
+    "INBOUND_EMAIL_DOMAIN": "mail.leadcrm.test",
+    "MAIL_FROM": "LeadCRM <no-reply@mail.leadcrm.test>",
+    "PSEUDONYM_KEY": "tracing-test-pseudonym-key",
+    "SES_CONFIGURATION_SET": "leadcrm-test",
+    "GRAPH_FETCH_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/leadcrm-graph-fetch",
+    "WEBHOOK_BODIES_BUCKET": "leadcrm-webhook-bodies",
+    "META_APP_SECRET": "tracing-test-app-secret",
+    "META_VERIFY_TOKEN": "tracing-test-verify-token",
+}
 _LAMBDA_VARIABLES = ("LAMBDA_TASK_ROOT", "AWS_LAMBDA_FUNCTION_NAME", "_X_AMZN_TRACE_ID", "POWERTOOLS_TRACE_DISABLED")
 
 
@@ -52,6 +69,7 @@ class XRayDaemon:
     def lambda_environment(self) -> dict[str, str]:
         host, port = self._socket.getsockname()
         return {
+            **FUNCTION_SETTINGS,
             **without_lambda(),
             **IN_LAMBDA,
             "_X_AMZN_TRACE_ID": f"Root={TRACE_ROOT};Parent=53995c3f42cd8ad8;Sampled=1",
