@@ -8,7 +8,7 @@ export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/core/python:$(CURDIR)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev admin test redrive test-unit test-integration test-infra test-e2e test-reliability lint openapi synth layer migrate clean
+.PHONY: install dev admin test redrive test-unit test-integration test-infra test-e2e test-reliability test-deep lint openapi synth layer migrate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,10 +66,22 @@ test-e2e: install
 	$(BIN)/python -m pytest -q tests/e2e
 
 # Authorization matrix, replays and races, faults, and schemathesis fuzzing of every operation over the
-# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each), and the
-# edge values of every field through the handler (BOUNDS_EXAMPLES drawn values per field, default 3).
+# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each), stateful
+# sequences that follow the document's links (FUZZ_STATEFUL_SCENARIOS of at most FUZZ_STATEFUL_STEPS calls,
+# default 80 of 15), and the edge values of every field through the handler (BOUNDS_EXAMPLES drawn values
+# per field, default 3).
 test-reliability: install
 	$(BIN)/python -m pytest -q $(PARALLEL) tests/reliability
+
+# The reliability suite with the long budgets (an hour or so on 2 cores): every knob above raised at once.
+DEEP_FUZZ_EXAMPLES ?= 1000
+DEEP_BOUNDS_EXAMPLES ?= 50
+DEEP_STATEFUL_SCENARIOS ?= 2000
+DEEP_STATEFUL_STEPS ?= 25
+test-deep: install  ## the reliability suite with long fuzzing budgets (FUZZ_EXAMPLES, BOUNDS_EXAMPLES, stateful)
+	FUZZ_EXAMPLES=$(DEEP_FUZZ_EXAMPLES) BOUNDS_EXAMPLES=$(DEEP_BOUNDS_EXAMPLES) \
+	FUZZ_STATEFUL_SCENARIOS=$(DEEP_STATEFUL_SCENARIOS) FUZZ_STATEFUL_STEPS=$(DEEP_STATEFUL_STEPS) \
+		$(BIN)/python -m pytest -q $(PARALLEL) tests/reliability
 
 lint: install  ## ruff, and the architecture's import contracts (pyproject [tool.importlinter])
 	$(BIN)/ruff check .

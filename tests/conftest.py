@@ -123,7 +123,13 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Iterator[None]:
 # `make test` hands whole modules to the workers (--dist loadfile --no-loadscope-reorder: a module's fixtures
 # are built once and its tests run in their order, on one worker). The modules that take minutes are handed
 # out first, so that no worker is left alone with one of them at the end; the rest keep their order.
-SLOW_MODULES = ("test_api_fuzz.py", "test_authorization_matrix.py", "test_replays.py", "test_deal_flows.py")
+SLOW_MODULES = (
+    "test_api_fuzz.py",
+    "test_authorization_matrix.py",
+    "test_api_stateful_fuzz.py",
+    "test_replays.py",
+    "test_deal_flows.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)

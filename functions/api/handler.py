@@ -27,6 +27,7 @@ from api.directory import organization
 from api.http import error_response, json_response, outsider_refusal
 from api.ingestion import integrations, lead_imports
 from api.leads import campaigns, capture, conversion, erase, lead_moves, lead_reads, leads, returning, tags
+from api.links import document_links
 from api.pipelines import pipelines
 from api.qualification import merges, qualification
 from api.request_log import RoutedResolver, logged
@@ -198,8 +199,9 @@ def _document_errors(document: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def openapi_schema() -> dict[str, Any]:
-    """The OpenAPI document, built once per container from the routes' types."""
-    return _document_errors(json.loads(app.get_openapi_json_schema(title="LeadCRM API", version="0.1.0")))
+    """The OpenAPI document, built once per container from the routes' types, with the links between them."""
+    document = json.loads(app.get_openapi_json_schema(title="LeadCRM API", version="0.1.0"))
+    return document_links(_document_errors(document))
 
 
 @app.get("/openapi.json", include_in_schema=False)

@@ -7,16 +7,22 @@ Powertools validates path, query and body before any middleware or route runs; a
 membership before it answers any refusal. Each invalid request is sent to every organization route of
 tests/reliability/route_table.py by the owner too, who must get a refusal other than 403: the request really
 is invalid, so an outsider's 403 proves the order rather than a route that happened to accept it.
+
+A route's own rules (an unknown engagement signal, a cursor that is not ours, an id that is not an id) come
+after its gate, too: a member below the route's role gets the gate's 403, not the rule. That handler's check
+for outsiders answers them 403 whatever the route does, so only callers inside the organization show the
+order; the second test asks them (MEMBERSHIP_RULES_EXAMPLES drawn requests per route, default 4).
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 from typing import Any
 
 import pytest
 
-from tests.reliability.route_table import PUBLIC, ROUTES
+from tests.reliability.route_table import MANAGER, MEMBER, PUBLIC, ROUTES, STAFF
 from tests.support.api import ApiResponse, invoke
 from tests.support.events import http_api_event
 from tests.support.factories import make_user
@@ -102,3 +108,102 @@ def test_an_organization_id_that_is_not_an_id_is_refused_before_the_body(worlds)
     ours, _, _ = worlds
     response = invoke(http_api_event("POST", "/organizations/nope/leads", sub=ours.owner, body={"noSuchField": 1}))
     assert (response.status, response.error_code) == (403, "NOT_A_MEMBER")
+
+
+# -- the route's own rules come after its gate ------------------------------------------------------------------
+#
+# The requests above are refused by the resolver before any route runs. A route refuses well-formed requests
+# too, by its own rules (an unknown engagement signal in a scoring model, a period that is too long). Those
+# must come after the route's gate: a caller the gate refuses (not a member; a member below the route's role)
+# gets the gate's 403 and never learns them. The requests are drawn from each operation's schema (schemathesis,
+# positive), on real ids of the organization (the route table's valid request), and every one the owner gets
+# a refusal of that is not about the request's form is sent by each refused caller.
+
+RULES_EXAMPLES = int(os.environ.get("MEMBERSHIP_RULES_EXAMPLES", "4"))
+# Refusals of a request's form, made before any route runs (the resolver, the body middleware): the document
+# publishes those rules, and a member sees them whatever the route's gate. Any other refusal is a route's.
+FORM_CODES = frozenset({"VALIDATION_FAILED", "MALFORMED_JSON", "UNSUPPORTED_MEDIA_TYPE", "BODY_TOO_LARGE"})
+GATE_CODES = {STAFF: "STAFF_ONLY", MANAGER: "OWNER_OR_ADMIN_ONLY"}
+BELOW = {MEMBER: (), STAFF: ("member",), MANAGER: ("coach", "member")}
+
+
+@pytest.fixture(scope="module")
+def document_schema() -> Any:
+    import schemathesis
+
+    from api.handler import openapi_schema
+
+    return schemathesis.openapi.from_dict(openapi_schema())
+
+
+def _refused_callers(key: str, worlds: tuple[OrgWorld, OrgWorld, str]) -> dict[str, tuple[str, str]]:
+    """label -> (subject, the code the gate answers them)"""
+    ours, theirs, loner = worlds
+    row = ROUTES[key]
+    refused = {
+        "another organization's owner": (theirs.owner, "NOT_A_MEMBER"),
+        "a user of no organization": (loner, "NOT_A_MEMBER"),
+    }
+    for role in BELOW[row.gate]:
+        if role not in row.callers and f"{role}/own" not in row.callers:
+            refused[f"a {role}"] = (ours.subjects[role], GATE_CODES[row.gate])
+    return refused
+
+
+def _has_query(key: str, name: str) -> bool:
+    return any(p["in"] == "query" and p["name"] == name for p in _operation(key).get("parameters", []))
+
+
+def _fixed_requests(key: str, valid: Any) -> list[tuple[dict[str, str], Any, dict[str, str] | None]]:
+    """(path ids, body, query) the route's own code refuses, whatever the draws: ids that are not ids, a
+    cursor that is not one of ours (each with the row's valid body)."""
+    requests = []
+    if valid.path:
+        requests.append(({name: "not-an-id" for name in valid.path}, valid.body, valid.query))
+    if _has_query(key, "cursor"):
+        requests.append((valid.path, valid.body, {**(valid.query or {}), "cursor": "bm90LW91cnM"}))
+    return requests
+
+
+@pytest.mark.parametrize("key", ORGANIZATION_ROUTES)
+def test_a_caller_the_gate_refuses_never_learns_the_routes_own_rules(key, worlds, document_schema, route_stack):
+    """route_stack: what an accepted request uses (an owner's generated request may well be accepted)."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    ours = worlds[0]
+    method, template = key.split(" ", 1)
+    operation = document_schema[template][method]
+    valid = ROUTES[key].request(ours)
+    refused = _refused_callers(key, worlds)
+    wrong: list[str] = []
+
+    def judge(ids: dict[str, str], body: Any, query: dict[str, str] | None) -> None:
+        path = template.format(orgId=ours.id, **ids)
+        owner = invoke(http_api_event(method, path, sub=ours.owner, body=body, query=query or None))
+        if not 400 <= owner.status < 500 or owner.status in (401, 403) or owner.error_code in FORM_CODES:
+            return  # accepted, or refused for its form (before any route runs, for everyone)
+        for label, (subject, code) in refused.items():
+            response = invoke(http_api_event(method, path, sub=subject, body=body, query=query or None))
+            if (response.status, response.error_code) != (403, code):
+                wrong.append(f"{label}: {response.status} {response.error_code} (the owner: {owner.error_code})")
+
+    for ids, body, query in _fixed_requests(key, valid):
+        judge(ids, body, query)
+
+    @settings(
+        max_examples=RULES_EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(st.data())
+    def drawn(data: st.DataObject) -> None:
+        case = data.draw(operation.as_strategy())
+        body = case.body if isinstance(case.body, dict | list) else None
+        query = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in (case.query or {}).items()}
+        judge(valid.path, body, query)
+
+    drawn()
+    assert not wrong, f"{key}:\n" + "\n".join(sorted(set(wrong)))

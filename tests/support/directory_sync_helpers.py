@@ -18,6 +18,7 @@ from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.errors import Forbidden
 from leadcrm.platform.ids import uuid7
 from leadcrm.wiring import handle_event
+from tests.support.events import eventbridge_envelope, lambda_context, sqs_event, sqs_record
 
 T0 = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 
@@ -91,9 +92,21 @@ def membership_deletion(membership_id: uuid.UUID, organization_id: uuid.UUID, mi
 
 
 def deliver(detail_type: str, detail: dict[str, Any]) -> bool:
-    """One delivery: the reaction's answer (True: the directory changed or held the event)."""
+    """One delivery: the reaction's answer (True: the directory changed or held the event). An event that can
+    never apply raises leadcrm.platform.failures.Rejected (`consume` shows what the consumer then does)."""
     with get_engine().begin() as conn:
         return handle_event(conn, detail_type, detail)
+
+
+def consume(detail_type: str, detail: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """One delivery through the task_lifecycle function, as an SQS record of the bus's event: its message id
+    and the function's answer (`batchItemFailures` names what SQS will deliver again)."""
+    from task_lifecycle.handler import lambda_handler
+
+    queue = "leadcrm-task-lifecycle"
+    record = sqs_record(eventbridge_envelope(detail_type, detail, source="platform"), queue_name=queue)
+    answer = lambda_handler(sqs_event(record), lambda_context(queue))
+    return record["messageId"], answer
 
 
 def new_ids() -> tuple[uuid.UUID, uuid.UUID, uuid.UUID]:

@@ -83,7 +83,12 @@ def spend_index(orgId: str, campaignId: str) -> ListEnvelope[SpendOut]:
     return ListEnvelope[SpendOut](data=[SpendOut.model_validate(r) for r in rows], next_cursor=None)
 
 
-@router.post(SPEND_PATH, tags=TAGS, summary="Record a campaign's spend for a period", responses={201: {}})
+@router.post(
+    SPEND_PATH,
+    tags=TAGS,
+    summary="Record a campaign's spend for a period",
+    responses={201: {"description": "The spend entry"}},
+)
 def spend_create(orgId: str, campaignId: str, body: Annotated[SpendBody, Body()]) -> Response[Envelope[SpendOut]]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
@@ -120,7 +125,9 @@ def spend_change(
     return Envelope[SpendOut](data=SpendOut.model_validate(row))
 
 
-@router.delete(SPEND_PATH + "/<spendId>", tags=TAGS, summary="Delete a spend entry", responses={204: {}})
+@router.delete(
+    SPEND_PATH + "/<spendId>", tags=TAGS, summary="Delete a spend entry", responses={204: {"description": "Deleted"}}
+)
 def spend_remove(orgId: str, campaignId: str, spendId: str) -> Response[None]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))

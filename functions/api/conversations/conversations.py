@@ -37,6 +37,7 @@ from leadcrm.directory.rules import Actor
 from leadcrm.platform import idempotency
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import Conflict
+from leadcrm.platform.ids import parse_uuid
 
 router = APIGatewayHttpRouter()
 
@@ -121,18 +122,18 @@ def inbox(
     limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE_SIZE)] = queries.DEFAULT_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> ListEnvelope[Conversation]:
-    filters = queries.InboxFilters(
-        status=status,
-        assigned_to_me=assignedTo is AssignedFilter.ME,
-        unassigned=assignedTo is AssignedFilter.UNASSIGNED,
-        unread_only=unread,
-        lead_id=leadId,
-        channel=channel,
-        limit=limit,
-        after=decode_keyset_cursor(cursor) if cursor is not None else None,
-    )
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
+        actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
+        filters = queries.InboxFilters(
+            status=status,
+            assigned_to_me=assignedTo is AssignedFilter.ME,
+            unassigned=assignedTo is AssignedFilter.UNASSIGNED,
+            unread_only=unread,
+            lead_id=leadId,
+            channel=channel,
+            limit=limit,
+            after=decode_keyset_cursor(cursor) if cursor is not None else None,
+        )
         page = queries.list_inbox(uow.connection, actor, filters)
     return ListEnvelope[Conversation](
         data=[Conversation.model_validate(item) for item in page.items], next_cursor=page.next_cursor
@@ -177,9 +178,9 @@ def messages(
     limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE_SIZE)] = queries.DEFAULT_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> ListEnvelope[Message]:
-    after = decode_keyset_cursor(cursor) if cursor is not None else None
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
+        actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
+        after = decode_keyset_cursor(cursor) if cursor is not None else None
         page = queries.list_messages(
             uow.connection, actor.organization_id, entity_id(conversationId, "CONVERSATION_NOT_FOUND"), limit, after
         )
@@ -205,9 +206,16 @@ def send_message(
     body: Annotated[SendMessageBody, Body()],
     idempotency_key: Annotated[str | None, Header(alias="idempotency-key")] = None,
 ) -> Response[Envelope[ConversationWithMessage]]:
-    conversation_id = entity_id(conversationId, "CONVERSATION_NOT_FOUND")
-    request = {**body.model_dump(mode="json"), "conversationId": str(conversation_id)}
-    return _send(orgId, lambda uow, actor: conversation_id, body.body, body.subject, idempotency_key, request)
+    # The id is judged in the unit of work, after the gate (a refused caller learns nothing of it)
+    request = {**body.model_dump(mode="json"), "conversationId": str(parse_uuid(conversationId) or conversationId)}
+    return _send(
+        orgId,
+        lambda uow, actor: entity_id(conversationId, "CONVERSATION_NOT_FOUND"),
+        body.body,
+        body.subject,
+        idempotency_key,
+        request,
+    )
 
 
 def _send(

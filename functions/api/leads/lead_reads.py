@@ -95,23 +95,23 @@ def index(
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> ListEnvelope[LeadListItem]:
-    filters = LeadListFilters(
-        statuses=tuple(s.value for s in unique(status)),
-        pipeline_id=pipelineId,
-        stage_ids=unique(stageIds),
-        tag_ids=unique(tags),
-        campaign_id=campaignId,
-        archived=archived,
-        assigned_to=assignedTo,
-        is_test=isTest,
-        search=parse_search(search),
-        sort=sort,
-        order=order,
-        limit=limit,
-        after=decode_cursor(cursor, sort, order) if cursor is not None else None,
-    )
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
+        actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
+        filters = LeadListFilters(
+            statuses=tuple(s.value for s in unique(status)),
+            pipeline_id=pipelineId,
+            stage_ids=unique(stageIds),
+            tag_ids=unique(tags),
+            campaign_id=campaignId,
+            archived=archived,
+            assigned_to=assignedTo,
+            is_test=isTest,
+            search=parse_search(search),
+            sort=sort,
+            order=order,
+            limit=limit,
+            after=decode_cursor(cursor, sort, order) if cursor is not None else None,
+        )
         page = list_leads(uow.connection, actor, filters)
     return ListEnvelope[LeadListItem](
         data=[LeadListItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor

@@ -27,7 +27,6 @@ from api.qualification.schemas_qualification import (
 from api.schemas import Envelope
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.platform.db.uow import UnitOfWork
-from leadcrm.platform.errors import BadRequest
 from leadcrm.qualification import qualification as service
 from leadcrm.qualification import scoring
 from leadcrm.qualification.rules.qualification import Criterion, QualificationAction
@@ -54,14 +53,6 @@ def models(orgId: str) -> Envelope[list[ScoringModel]]:
 )
 def create_model(orgId: str, body: Annotated[ScoringModelBody, Body()]) -> Response[Envelope[ScoringModel]]:
     rules = [rule.model_dump(mode="json", by_alias=True, exclude_none=True) for rule in body.rules]
-    unknown = sorted({r["signal"] for r in rules if r["kind"] == "engagement"} - set(scoring.ENGAGEMENT_SIGNALS))
-    if unknown:
-        raise BadRequest(
-            "Unknown engagement signal.",
-            code="UNKNOWN_ENGAGEMENT_SIGNAL",
-            signals=unknown,
-            known=sorted(scoring.ENGAGEMENT_SIGNALS),
-        )
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
         row = scoring.create_model(uow.connection, actor, rules, body.qualify_threshold, body.nurture_days)

@@ -97,13 +97,13 @@ def index(
     limit: Annotated[int, Query(ge=1, le=ticket_queries.MAX_PAGE)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> TicketListEnvelope:
-    after = None
-    if cursor is not None:
-        after = parse_uuid(decode_keyset(cursor, 1)[0])
-        if after is None:
-            raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
     with UnitOfWork() as uow:
-        actor = _member_or_staff(caller(uow, router, orgId))
+        actor = _member_or_staff(caller(uow, router, orgId))  # the gate before any rule of the request
+        after = None
+        if cursor is not None:
+            after = parse_uuid(decode_keyset(cursor, 1)[0])
+            if after is None:
+                raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
         filters = ticket_queries.TicketFilters(
             status=status,
             queue_id=queueId,
@@ -325,12 +325,12 @@ def sla_report(
     from_: Annotated[InstantUtcByDefault | None, Query(alias="from")] = None,
     to: Annotated[InstantUtcByDefault | None, Query()] = None,
 ) -> SlaReportEnvelope:
-    end = to or datetime.now(UTC)
-    start = from_ or end - timedelta(days=30)
-    if start >= end or end - start > timedelta(days=MAX_REPORT_DAYS):
-        raise BadRequest(f"from must be before to, at most {MAX_REPORT_DAYS} days apart.", code="INVALID_PERIOD")
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
+        actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
+        end = to or datetime.now(UTC)
+        start = from_ or end - timedelta(days=30)
+        if start >= end or end - start > timedelta(days=MAX_REPORT_DAYS):
+            raise BadRequest(f"from must be before to, at most {MAX_REPORT_DAYS} days apart.", code="INVALID_PERIOD")
         report = ticket_reports.sla_report(uow.connection, actor.organization_id, start, end)
     return SlaReportEnvelope.model_validate({"data": report})
 

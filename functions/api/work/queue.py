@@ -48,14 +48,14 @@ def index(
     limit: Annotated[int, Query(ge=1, le=MAX_QUEUE_PAGE_SIZE)] = DEFAULT_QUEUE_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=MAX_QUEUE_CURSOR_LENGTH)] = None,
 ) -> ListEnvelope[QueueItem]:
-    filters = QueueFilters(
-        assigned_to=assignedTo,
-        reason=reason,
-        limit=limit,
-        after=decode_queue_cursor(cursor, reason) if cursor is not None else None,
-    )
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
+        actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
+        filters = QueueFilters(
+            assigned_to=assignedTo,
+            reason=reason,
+            limit=limit,
+            after=decode_queue_cursor(cursor, reason) if cursor is not None else None,
+        )
         page = queue_page(uow.connection, actor, filters)
     return ListEnvelope[QueueItem](
         data=[QueueItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor

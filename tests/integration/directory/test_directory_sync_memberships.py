@@ -12,6 +12,7 @@ from tests.support.directory_sync_helpers import (
     T0,
     access,
     at,
+    consume,
     deliver,
     held_of,
     membership_deletion,
@@ -22,6 +23,7 @@ from tests.support.directory_sync_helpers import (
     subject,
     user_detail,
 )
+from tests.support.rejections import rejected_metrics, rejection_details, rejections
 
 CREATED, UPDATED, DELETED = "membership.created", "membership.updated", "membership.deleted"
 
@@ -139,17 +141,44 @@ def test_a_new_membership_of_a_person_with_a_live_one_waits_for_its_deletion(org
     assert held_of(new) == []
 
 
-def test_an_event_moving_a_membership_to_another_organization_or_user_is_dropped(org_id, person, caplog):
+def test_an_event_moving_a_membership_to_another_organization_or_user_is_rejected(org_id, person, caplog, capsys):
     user_id, _ = person
     _, other_user, membership_id = new_ids()
     other_org, _, _ = new_ids()
     deliver("organization.created", organization_detail(other_org))
     deliver(CREATED, membership_detail(membership_id, org_id, user_id, 0))
-    with caplog.at_level(logging.WARNING):
-        assert deliver(UPDATED, membership_detail(membership_id, other_org, user_id, 1)) is False
-        assert deliver(UPDATED, membership_detail(membership_id, org_id, other_user, 2)) is False
+    caplog.set_level(logging.INFO)
+    moved = [
+        consume(UPDATED, membership_detail(membership_id, other_org, user_id, 1)),
+        consume(UPDATED, membership_detail(membership_id, org_id, other_user, 2)),
+    ]
+    assert [answer for _, answer in moved] == [{"batchItemFailures": []}] * 2  # acknowledged
+    assert rejections(caplog) == [("task_lifecycle", message_id, "invalid_data") for message_id, _ in moved]
+    assert rejected_metrics(capsys.readouterr().out) == [("task_lifecycle", "invalid_data")] * 2
     row = membership_row(membership_id)
-    assert (row["organization_id"], row["user_id"]) == (org_id, user_id)
+    assert (row["organization_id"], row["user_id"], row["platform_updated_at"]) == (org_id, user_id, T0)
+
+
+def test_a_status_change_for_a_membership_the_directory_does_not_have_is_rejected(org_id, caplog, capsys):
+    _, _, membership_id = new_ids()
+    status = {"organizationId": str(org_id), "membershipId": str(membership_id), "status": "suspended"}
+    caplog.set_level(logging.INFO)
+    message_id, answer = consume("membership.status_changed", status)
+    assert answer == {"batchItemFailures": []}
+    assert rejections(caplog) == [("task_lifecycle", message_id, "refused")]
+    assert rejected_metrics(capsys.readouterr().out) == [("task_lifecycle", "refused")]
+    assert membership_row(membership_id) is None and held_of(membership_id) == []
+
+
+def test_a_held_membership_is_no_rejection(person, caplog, capsys):
+    """Its organization is not here yet: it waits, and the consumer records nothing as rejected."""
+    user_id, _ = person
+    org_id, _, membership_id = new_ids()
+    caplog.set_level(logging.INFO)
+    _, answer = consume(CREATED, membership_detail(membership_id, org_id, user_id))
+    assert answer == {"batchItemFailures": []}
+    assert [h["waiting_for"] for h in held_of(membership_id)] == ["organization"]
+    assert rejections(caplog) == [] and rejected_metrics(capsys.readouterr().out) == []
 
 
 def test_status_changed_with_a_time_is_versioned_like_the_others(org_id, person):
@@ -173,13 +202,18 @@ def test_status_changed_with_a_time_is_versioned_like_the_others(org_id, person)
         (DELETED, {"deletedAt": "soon"}, "deletedAt: not an ISO 8601 instant"),
     ],
 )
-def test_a_malformed_detail_is_logged_with_its_reason_and_acknowledged(
-    org_id, person, detail_type, changes, reason, caplog
+def test_a_malformed_detail_is_rejected_with_its_reason_and_nothing_is_written(
+    org_id, person, detail_type, changes, reason, caplog, capsys
 ):
     user_id, _ = person
     _, _, membership_id = new_ids()
     detail = {**membership_detail(membership_id, org_id, user_id), **changes}
-    with caplog.at_level(logging.WARNING):
-        assert deliver(detail_type, detail) is False
+    caplog.set_level(logging.INFO)
+    message_id, answer = consume(detail_type, detail)
+    assert answer == {"batchItemFailures": []}  # acknowledged: a retry could never make it valid
     assert membership_row(membership_id) is None and held_of(membership_id) == []
-    assert [r.reason for r in caplog.records if hasattr(r, "reason")] == [reason]
+    assert rejections(caplog) == [("task_lifecycle", message_id, "malformed")]
+    assert rejection_details(caplog) == [f"{detail_type}: {reason}"]
+    assert rejected_metrics(capsys.readouterr().out) == [("task_lifecycle", "malformed")]
+
+

@@ -15,6 +15,8 @@ from leadcrm.platform.db.engine import get_engine
 from tests.support.directory_sync_helpers import (
     T0,
     access,
+    at,
+    consume,
     deliver,
     held_of,
     membership_detail,
@@ -25,6 +27,7 @@ from tests.support.directory_sync_helpers import (
     user_detail,
 )
 from tests.support.factories import make_organization
+from tests.support.rejections import rejected_metrics, rejection_details, rejections
 
 CREATED, UPDATED, DELETED = "organization.created", "organization.updated", "organization.deleted"
 
@@ -160,10 +163,23 @@ def test_a_deletion_before_the_creation_is_held_and_applied_with_it():
         (DELETED, {"deletedAt": None, "updatedAt": None}, "deletedAt or updatedAt is required"),
     ],
 )
-def test_a_malformed_detail_is_logged_with_its_reason_and_acknowledged(detail_type, changes, reason, caplog):
+def test_a_malformed_detail_is_rejected_with_its_reason_and_nothing_is_written(
+    detail_type, changes, reason, caplog, capsys
+):
     org_id, _, _ = new_ids()
-    with caplog.at_level(logging.WARNING):
-        assert deliver(detail_type, {**organization_detail(org_id), **changes}) is False
+    caplog.set_level(logging.INFO)
+    message_id, answer = consume(detail_type, {**organization_detail(org_id), **changes})
+    assert answer == {"batchItemFailures": []}  # acknowledged: a retry could never make it valid
     assert organization_row(org_id) is None and held_of(org_id) == []
-    [record] = [r for r in caplog.records if r.getMessage() == "malformed platform event dropped"]
-    assert (record.detailType, record.reason) == (detail_type, reason)
+    assert rejections(caplog) == [("task_lifecycle", message_id, "malformed")]
+    assert rejection_details(caplog) == [f"{detail_type}: {reason}"]
+    assert rejected_metrics(capsys.readouterr().out) == [("task_lifecycle", "malformed")]
+
+
+def test_a_held_deletion_is_no_rejection(caplog, capsys):
+    org_id, _, _ = new_ids()
+    caplog.set_level(logging.INFO)
+    _, answer = consume(DELETED, {"organizationId": str(org_id), "deletedAt": at(5)})
+    assert answer == {"batchItemFailures": []}
+    assert [h["waiting_for"] for h in held_of(org_id)] == ["creation"]
+    assert rejections(caplog) == [] and rejected_metrics(capsys.readouterr().out) == []

@@ -13,6 +13,7 @@ from leadcrm.platform.ids import uuid7
 from tests.support.directory_sync_helpers import (
     T0,
     access,
+    consume,
     deliver,
     email,
     held_of,
@@ -23,6 +24,7 @@ from tests.support.directory_sync_helpers import (
     user_detail,
     user_row,
 )
+from tests.support.rejections import rejected_metrics, rejection_details, rejections
 
 CREATED, UPDATED = "user.created", "user.updated"
 
@@ -131,9 +133,12 @@ def test_the_users_arrival_lets_its_held_membership_in():
     assert access(sub, org_id).role == "admin"
 
 
-def test_a_malformed_user_is_acknowledged_and_nothing_is_written(caplog):
+def test_a_malformed_user_is_rejected_and_nothing_is_written(caplog, capsys):
     _, user_id, _ = new_ids()
-    with caplog.at_level(logging.WARNING):
-        assert deliver(CREATED, user_detail(user_id, email="not an email")) is False
+    caplog.set_level(logging.INFO)
+    message_id, answer = consume(CREATED, user_detail(user_id, email="not an email"))
+    assert answer == {"batchItemFailures": []}
     assert user_row(user_id) is None
-    assert [r.reason for r in caplog.records if hasattr(r, "reason")] == ["email is not an email address"]
+    assert rejections(caplog) == [("task_lifecycle", message_id, "malformed")]
+    assert rejection_details(caplog) == [f"{CREATED}: email is not an email address"]
+    assert rejected_metrics(capsys.readouterr().out) == [("task_lifecycle", "malformed")]

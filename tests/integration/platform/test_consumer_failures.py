@@ -10,7 +10,6 @@ the DLQ, from which a redrive can still succeed. Driven with the SQS events Lamb
 
 from __future__ import annotations
 
-import json
 import logging
 import uuid
 from collections.abc import Callable, Iterator
@@ -33,6 +32,7 @@ from tests.support.ingestion_helpers import (
     leadgen_payload,
     webhook_message,
 )
+from tests.support.rejections import rejected_metrics, rejections
 
 TEST_EVENT = "test.consumer_failure"
 
@@ -61,30 +61,6 @@ def _graph_fetch(*records: dict[str, Any]) -> dict[str, Any]:
 
 
 CONSUMERS = {"task_lifecycle": _task_lifecycle, "ingestion": _ingestion, "graph_fetch": _graph_fetch}
-
-
-def _rejections(caplog: pytest.LogCaptureFixture) -> list[tuple[str, str, str]]:
-    """(function, messageId, reason) of every "message rejected" log line."""
-    return [
-        (r.function, r.messageId, r.reason)  # type: ignore[attr-defined]
-        for r in caplog.records
-        if r.name == "leadcrm.platform.failures" and r.getMessage() == "message rejected"
-    ]
-
-
-def _rejected_metrics(stdout: str) -> list[tuple[str, str]]:
-    """(function, reason) of every RejectedMessages EMF document printed."""
-    found = []
-    for line in stdout.splitlines():
-        try:
-            document = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(document, dict) and "RejectedMessages" in document and "_aws" in document:
-            (directive,) = document["_aws"]["CloudWatchMetrics"]
-            assert {"function", "reason"} <= {d for dims in directive["Dimensions"] for d in dims}
-            found.append((document["function"], document["reason"]))
-    return found
 
 
 @pytest.fixture
@@ -178,8 +154,8 @@ def test_a_message_that_can_never_succeed_is_acknowledged_recorded_and_counted(k
 
     assert CONSUMERS[consumer](record) == {"batchItemFailures": []}
 
-    assert _rejections(caplog) == [(consumer, record["messageId"], reason)]
-    assert _rejected_metrics(capsys.readouterr().out) == [(consumer, reason)]
+    assert rejections(caplog) == [(consumer, record["messageId"], reason)]
+    assert rejected_metrics(capsys.readouterr().out) == [(consumer, reason)]
 
 
 def _refuse() -> None:
@@ -208,8 +184,8 @@ def test_a_reaction_that_can_never_succeed_is_acknowledged_recorded_and_counted(
 
     assert _task_lifecycle(record, good) == {"batchItemFailures": []}
 
-    assert _rejections(caplog) == [("task_lifecycle", record["messageId"], reason)]
-    assert _rejected_metrics(capsys.readouterr().out) == [("task_lifecycle", reason)]
+    assert rejections(caplog) == [("task_lifecycle", record["messageId"], reason)]
+    assert rejected_metrics(capsys.readouterr().out) == [("task_lifecycle", reason)]
 
 
 # -- transient: retried ---------------------------------------------------------------------------------------
@@ -239,7 +215,7 @@ def test_a_reaction_that_failed_for_now_is_retried_and_the_rest_of_its_batch_is_
     good = sqs_record(eventbridge_envelope("no.reaction", {"eventId": str(uuid.uuid4())}))
 
     assert _task_lifecycle(good, record) == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
-    assert _rejections(caplog) == []
+    assert rejections(caplog) == []
 
 
 def test_every_message_that_needs_the_database_is_retried_while_it_is_unreachable(database_unreachable, caplog):
@@ -250,7 +226,7 @@ def test_every_message_that_needs_the_database_is_retried_while_it_is_unreachabl
     with pytest.raises(BatchProcessingError):  # every record failed: Lambda hands the whole batch back
         _task_lifecycle(lifecycle)
     assert _ingestion(lead, other) == {"batchItemFailures": [{"itemIdentifier": lead["messageId"]}]}
-    assert _rejections(caplog) == []
+    assert rejections(caplog) == []
 
 
 @pytest.mark.parametrize(
@@ -269,7 +245,7 @@ def test_an_aws_call_that_failed_for_now_is_retried(error, monkeypatch, caplog):
     other = sqs_record(webhook_message("whatsapp", {"object": "whatsapp_business_account", "entry": []}))
 
     assert _ingestion(other, record) == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
-    assert _rejections(caplog) == []
+    assert rejections(caplog) == []
 
 
 def test_graph_failing_is_retried_by_graph_fetch(monkeypatch, caplog):
@@ -281,4 +257,4 @@ def test_graph_failing_is_retried_by_graph_fetch(monkeypatch, caplog):
         record = sqs_record(leadgen_message(page_id, leadgen_id), queue_name="leadcrm-graph-fetch")
         empty = sqs_record(webhook_message("meta.leadgen", {"object": "page", "entry": []}))
         assert _graph_fetch(empty, record) == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
-    assert _rejections(caplog) == []
+    assert rejections(caplog) == []

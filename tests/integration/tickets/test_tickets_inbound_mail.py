@@ -8,8 +8,9 @@ import pytest
 from sqlalchemy import func, select
 
 from leadcrm.platform.db.engine import get_engine
+from leadcrm.tickets import staff_actions
 from leadcrm.tickets.config import settings_view
-from leadcrm.tickets.tables import tickets
+from leadcrm.tickets.tables import ticket_messages, tickets
 from tests.support.conversations_helpers import (
     all_messages_count,
     deliver_inbound,
@@ -18,6 +19,7 @@ from tests.support.conversations_helpers import (
     verify_sender,
 )
 from tests.support.factories import make_caller
+from tests.support.tickets_helpers import actor_of, in_uow, ticket_mail_rows
 
 NO_FAILURES = {"batchItemFailures": []}
 GMAIL = "gmail_reply_multipart_qp.eml"
@@ -74,3 +76,44 @@ def test_a_forged_support_token_opens_nothing() -> None:
     with get_engine().connect() as conn:
         assert conn.execute(select(func.count()).select_from(tickets)).scalar_one() == before
     assert _tickets_of(owner.org_id) == []
+
+
+def _from(raw: bytes, sender: bytes) -> bytes:
+    """The fixture mail sent from `sender` (its own From header dropped)."""
+    raw = raw.replace(b"\nFrom: ", b"\nX-Was-From: ", 1)
+    return raw.replace(b"\nSubject: ", b"\nFrom: " + sender + b"\nSubject: ", 1)
+
+
+def _messages_of(ticket_id) -> list[dict]:
+    with get_engine().connect() as conn:
+        rows = conn.execute(select(ticket_messages).where(ticket_messages.c.ticket_id == ticket_id)).mappings()
+        return [dict(r) for r in rows]
+
+
+def test_support_mail_from_no_address_once_cleaned_opens_a_ticket_without_a_requester_address() -> None:
+    """`\\x00@example.com` leaves `@example.com`, which no mail can go to: the request is kept (spec, lead intake:
+    durable receipt), with no requester address, and the mails it would send are recorded as skipped."""
+    owner = make_caller(role="owner")
+    raw = _from(fixture_mail(GMAIL, _support_address(owner.org_id)), b"\x00@example.com")
+
+    assert deliver_inbound(raw) == NO_FAILURES
+
+    (ticket,) = _tickets_of(owner.org_id)
+    assert (ticket["requester_type"], ticket["requester_email"]) == ("unknown", None)
+    (message,) = _messages_of(ticket["id"])
+    assert message["sender_email"] is None and message["body"]
+    in_uow(staff_actions.assign, actor_of(owner), ticket["id"], assignee_user_id=owner.user.id, queue_id=None)
+    in_uow(staff_actions.respond, actor_of(owner), ticket["id"])
+    in_uow(staff_actions.resolve, actor_of(owner), ticket["id"], resolution="Answered by phone")
+    [mail] = ticket_mail_rows(ticket["id"])
+    assert (mail["status"], mail["to_address"], mail["error"]) == ("skipped", None, "no address to write to")
+
+
+def test_support_mail_from_an_address_with_a_nul_in_it_keeps_the_address_without_it() -> None:
+    owner = make_caller(role="owner")
+    raw = _from(fixture_mail(GMAIL, _support_address(owner.org_id)), b"Da\x00na@Example.com")
+
+    assert deliver_inbound(raw) == NO_FAILURES
+
+    (ticket,) = _tickets_of(owner.org_id)
+    assert ticket["requester_email"] == "dana@example.com"

@@ -4,6 +4,9 @@ to "is it resolved?" means, and the mails."""
 from __future__ import annotations
 
 import pytest
+from email_validator import validate_email
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from leadcrm.tickets.rules.mail import (
     ReplyMeaning,
@@ -14,6 +17,7 @@ from leadcrm.tickets.rules.mail import (
     parse_support_address,
     reopen_reason,
     reply_meaning,
+    requester_address,
     subject_reference,
     support_address,
 )
@@ -102,3 +106,29 @@ def test_the_confirmation_names_the_ticket_the_fix_and_the_auto_close_window():
 def test_the_survey_carries_its_link():
     mail = compose_survey(7, "Cannot log in", "Studio", "https://x/public/ticket-surveys/tok")
     assert mail.subject == "[#7] How did we do?" and "https://x/public/ticket-surveys/tok" in mail.text
+
+
+@pytest.mark.parametrize(
+    ("sender", "address"),
+    [
+        ("Dana@Example.com", "dana@example.com"),
+        ("da\x00na@example.com", "dana@example.com"),  # the NUL carried nothing: the address is kept
+        (" dana@example.com\r\n", "dana@example.com"),
+        ("\x00@example.com", None),  # "@example.com" is left: no address
+        ("dana@", None),
+        ("@", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_a_requester_address_is_the_senders_cleaned_or_none(sender, address):
+    assert requester_address(sender) == address
+
+
+@settings(max_examples=200)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=40).map(lambda local: f"{local}@example.com"))
+def test_a_requester_address_is_always_an_address_without_control_characters(sender):
+    address = requester_address(sender)
+    if address is not None:
+        assert address.isprintable() and not any(ch.isspace() for ch in address)
+        validate_email(address, check_deliverability=False)

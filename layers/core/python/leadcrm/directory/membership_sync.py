@@ -14,12 +14,14 @@ event's transaction (`release_for_organization`, `release_for_user`, a deletion 
 A membership that stops being active staff publishes `MembershipLeftStaff` (deals hands its open work over);
 one that is active releases the events held until it was (a self-signup that came first).
 
-Every function runs in the caller's unit of work: the task_lifecycle consumer's, or the admin command's.
+Every function runs in the caller's unit of work: the task_lifecycle consumer's, or the admin command's. An
+event that can never apply (naming another organization or user than its membership's; a status change for a
+membership the directory does not have) raises `leadcrm.platform.failures.Rejected`: the consumer records
+and acknowledges it (directory.reactions), and nothing of it is written.
 """
 
 from __future__ import annotations
 
-import logging
 import uuid
 from datetime import datetime
 from typing import Any
@@ -41,9 +43,8 @@ from leadcrm.directory.rules.sync import (
 )
 from leadcrm.directory.tables import memberships, organizations, users
 from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.failures import INVALID_DATA, REFUSED, Rejected
 from leadcrm.platform.messagebus import handle
-
-logger = logging.getLogger(__name__)
 
 MEMBERSHIP_CREATED = "membership.created"
 MEMBERSHIP_UPDATED = "membership.updated"
@@ -74,14 +75,13 @@ def delete_membership(uow: UnitOfWork, deletion: MembershipDeletion) -> bool:
 
 def apply_status_change(uow: UnitOfWork, change: MembershipStatusChange) -> bool:
     """The older `membership.status_changed`: mirrors the status of a membership we have (an unknown one is
-    dropped: the event names no user or role to make it from). With `changedAt` it is versioned like the
+    rejected: the event names no user or role to make it from). With `changedAt` it is versioned like the
     others; without, it is applied as it comes."""
     conn = uow.connection
     held.serialize_sync(conn)
     row = _lock(conn, change.membership_id)
     if row is None or row.organization_id != change.organization_id:
-        logger.warning("membership.status_changed for an unknown membership dropped")
-        return False
+        raise Rejected(REFUSED, f"{MEMBERSHIP_STATUS_CHANGED}: no such membership in this organization")
     values: dict[str, Any] = {}
     if change.changed_at is None or is_newer(change.changed_at, row.platform_updated_at):
         if row.status != change.status.value:
@@ -126,8 +126,7 @@ def _settle(
     if row is not None:
         if row.organization_id != organization_id or (user_id is not None and row.user_id != user_id):
             # Ids are the platform's and never move: a membership "moving" is a broken event, not a change.
-            logger.warning("membership event naming another organization or user dropped", extra={"type": detail_type})
-            return False
+            raise Rejected(INVALID_DATA, f"{detail_type}: another organization or user than the membership's")
         values: dict[str, Any] = {}
         if state is not None and is_newer(state.version, row.platform_updated_at):
             values.update(role=state.role.value, status=state.status.value, platform_updated_at=state.version)
@@ -137,8 +136,7 @@ def _settle(
         return _update(uow, row, values, source_key)
     known = held.held_membership(conn, membership_id)
     if known is not None and known.organization_id != organization_id:
-        logger.warning("membership event naming another organization dropped", extra={"type": detail_type})
-        return False
+        raise Rejected(INVALID_DATA, f"{detail_type}: another organization than the held membership's")
     record = merge_membership(known.record if known else None, state, deleted_at)
     if known is not None and record == known.record:
         return False  # a replay of what is held already

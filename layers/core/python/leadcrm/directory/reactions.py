@@ -2,13 +2,18 @@
 
 The platform's detail comes as it sends it (no outbox envelope). Each reaction parses it
 (directory.rules.sync) and hands the state to its use case (organization_sync, user_sync, membership_sync),
-on the consumer's connection. A malformed detail is a permanent failure: it is logged with the reason and
-acknowledged (False), never raised into a retry loop. True when the directory changed (or held the event).
+on the consumer's connection. True when the directory changed or held the event (a held event waits for what
+it needs and is no failure); False when it changed nothing (a replay, an older version).
+
+A detail that can never be applied (malformed, or naming a membership's organization or user other than its
+own) is a permanent failure: raised as `leadcrm.platform.failures.Rejected`, so the consumer records it as
+every consumer records its rejections (one log line with the message id and the reason, the
+`RejectedMessages` metric) and acknowledges it, never into a retry loop. Nothing of it is written: the
+consumer's transaction is rolled back.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -26,8 +31,7 @@ from leadcrm.directory.rules.sync import (
 )
 from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
 from leadcrm.platform.db.uow import UnitOfWork
-
-logger = logging.getLogger(__name__)
+from leadcrm.platform.failures import MALFORMED, Rejected
 
 ORGANIZATION_CREATED = organization_sync.ORGANIZATION_CREATED
 ORGANIZATION_UPDATED = organization_sync.ORGANIZATION_UPDATED
@@ -50,10 +54,8 @@ def _reaction(
         try:
             state = parse(detail)
         except MalformedDetail as error:
-            logger.warning(
-                "malformed platform event dropped", extra={"detailType": detail_type, "reason": error.reason}
-            )
-            return False
+            # The reason names the field and the rule, never the value (no PII in logs)
+            raise Rejected(MALFORMED, f"{detail_type}: {error.reason}") from error
         uow = ConsumerUnitOfWork(conn)
         changed = apply(uow, state)
         uow.write_events()  # what the subscribers of its messages announced (an ownership handover)

@@ -135,7 +135,17 @@ def create_model(
 ) -> dict[str, Any]:
     """The organization's next model version; the rescore job applies it to every lead. Versions are
     numbered under the organization's row lock (FOR NO KEY UPDATE: it lets foreign key checks through).
-    400 SCORING_THRESHOLD_UNREACHABLE for a model no lead could ever qualify under."""
+    400 UNKNOWN_ENGAGEMENT_SIGNAL for a rule counting a signal no service counts, 400
+    SCORING_THRESHOLD_UNREACHABLE for a model no lead could ever qualify under. The caller has passed its
+    gate (owner/admin) already: these rules are never told to someone the route refuses."""
+    unknown = sorted({r["signal"] for r in rules if r["kind"] == "engagement"} - set(ENGAGEMENT_SIGNALS))
+    if unknown:
+        raise BadRequest(
+            "Unknown engagement signal.",
+            code="UNKNOWN_ENGAGEMENT_SIGNAL",
+            signals=unknown,
+            known=sorted(ENGAGEMENT_SIGNALS),
+        )
     model = model_from_row(0, rules, qualify_threshold, nurture_days)
     if not threshold_reachable(model):
         raise BadRequest(

@@ -34,6 +34,7 @@ from leadcrm.tickets.rules.mail import (
     parse_support_address,
     reopen_reason,
     reply_meaning,
+    requester_address,
     subject_reference,
 )
 from leadcrm.tickets.rules.routing import Channel, Priority
@@ -77,10 +78,11 @@ def _bare(message_id: str | None) -> str | None:
 
 
 def find_ticket_for_reply(
-    conn: Connection, organization_id: uuid.UUID, sender_email: str, subject: str, in_reply_to: str | None
+    conn: Connection, organization_id: uuid.UUID, sender_email: str | None, subject: str, in_reply_to: str | None
 ) -> uuid.UUID | None:
     """The ticket a reply belongs to: by In-Reply-To (a mail the ticket sent, or an earlier message of its
-    thread), else by the subject's [#number] when the sender is the ticket's requester."""
+    thread), else by the subject's [#number] when the sender is the ticket's requester (a sender with no
+    address is nobody's requester)."""
     bare = _bare(in_reply_to)
     if bare is not None:
         key = message_id_key(bare)
@@ -103,7 +105,7 @@ def find_ticket_for_reply(
         if by_message is not None:
             return by_message
     number = subject_reference(subject)
-    if number is not None:
+    if number is not None and sender_email is not None:
         return conn.execute(
             select(tickets.c.id).where(
                 tickets.c.organization_id == organization_id,
@@ -117,7 +119,7 @@ def find_ticket_for_reply(
 def open_or_update_ticket_from_email(
     uow: UnitOfWork,
     organization_id: uuid.UUID,
-    sender_email: str,
+    sender_email: str | None,
     subject: str,
     text: str,
     external_message_id: str,
@@ -130,8 +132,10 @@ def open_or_update_ticket_from_email(
     answers. On a ticket awaiting the customer the clock resumes (§6 Awaiting Customer → In Progress); on a
     resolved ticket the reply confirms (→ Closed, survey) or says the issue persists (→ Reopened with the
     reply as its reason; `tickets.rules.mail.reply_meaning`); on a closed ticket a new ticket is opened that
-    points at it. The caller commits."""
+    points at it. A sender that is no address once cleaned (or none at all) opens or moves its ticket all the
+    same, with no requester address (tickets.rules.mail.requester_address). The caller commits."""
     conn = uow.connection
+    sender_email = requester_address(sender_email)
     # Concurrent deliveries of one message (SES retries, SQS redelivery) queue here, so the later ones see the
     # first one's message and answer DUPLICATE instead of failing on the unique external id (and retrying).
     lock_key = func.hashtextextended(f"ticket-mail:{organization_id}:{external_message_id}", 0)

@@ -11,6 +11,12 @@ Replies find their ticket by `In-Reply-To` (our outgoing mails' SES Message-ID, 
 earlier inbound message of the ticket), else by the ``[#<number>]`` reference every ticket mail carries in
 its subject (only from the ticket's own requester address, so a stranger cannot reopen a ticket by typing
 a number).
+
+Requester address: what a mail's From gave, made an address a ticket's mail can go to (`requester_address`).
+Mail whose From is no address once cleaned (`\x00@example.com` leaves `@example.com`) still opens its ticket:
+the organization received the request and keeps it (spec, lead intake: durable receipt, the original message
+kept; "notification fails: keep the record and surface the failure"). The ticket has no requester address,
+and each mail it would send is recorded as skipped, "no address to write to", for staff to see.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ import secrets
 from dataclasses import dataclass
 from email.utils import parseaddr
 from enum import StrEnum
+
+from email_validator import EmailNotValidError, validate_email
 
 SUPPORT_LOCAL_PART = "support"
 TOKEN_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
@@ -50,6 +58,20 @@ def parse_support_address(address: str, inbound_domain: str | None = None) -> st
     if prefix != SUPPORT_LOCAL_PART or not plus or _TOKEN.match(token) is None:
         return None
     return token
+
+
+def requester_address(sender: str | None) -> str | None:
+    """The sender's address as a ticket keeps it (lowercase), or None when there is none to write to. NULs,
+    other control characters and spaces are removed first (no mail system puts them in an address, and
+    PostgreSQL text cannot hold a NUL); what is left must be an email address by its syntax."""
+    cleaned = "".join(ch for ch in sender or "" if ch.isprintable() and not ch.isspace())
+    if not cleaned:
+        return None
+    try:
+        validate_email(cleaned, check_deliverability=False)
+    except EmailNotValidError:
+        return None
+    return cleaned.lower()
 
 
 def subject_reference(subject: str) -> int | None:
