@@ -61,6 +61,7 @@ def _point_the_product_at(url: str) -> None:
 
     os.environ["DATABASE_URL"] = url
     os.environ.setdefault("AWS_REGION", "eu-west-1")
+    os.environ.setdefault("EVENT_BUS_NAME", "leadcrm-events")  # the bus the scenarios create in moto
     get_settings.cache_clear()
     dispose_engine()
 

@@ -55,6 +55,7 @@ def _point_the_product_at(url: str) -> None:
             "AWS_DEFAULT_REGION": "eu-west-1",
             "AWS_REGION": "eu-west-1",
             "POWERTOOLS_LOG_LEVEL": "WARNING",
+            "EVENT_BUS_NAME": "leadcrm-events",
         }
     )
     os.environ.pop("AWS_ENDPOINT_URL", None)

@@ -17,6 +17,7 @@ from aws_lambda_powertools import Logger
 
 from leadcrm.directory.administration import AdminError, DirectoryAdmin, Person
 from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.telemetry import instrumented
 from leadcrm.wiring import handle_event
 
 logger = Logger(service="leadcrm")
@@ -88,6 +89,7 @@ def run(command: str, args: Args, operator: str) -> dict[str, Any]:
     finally:
         logger.remove_keys(["operator", "command"])
 
-@logger.inject_lambda_context(clear_state=True)
+
+@instrumented()
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return run(str(event.get("command", "")), event.get("args") or {}, str(event.get("operator") or "unknown"))

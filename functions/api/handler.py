@@ -1,7 +1,8 @@
 """API function: API Gateway HTTP API (payload v2) events in, our JSON out.
 
 Routes live in one Router per area; this module wires them, maps every error onto the one error shape,
-and serves the OpenAPI document.
+and serves the OpenAPI document. Every request's log lines carry API Gateway's request id as their
+correlation id, and each request ends with one line of its own (api.request_log).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
+from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api.analytics import analytics, attribution
@@ -28,10 +30,12 @@ from api.leads import campaigns, capture, conversion, erase, lead_moves, lead_re
 from api.links import document_links
 from api.pipelines import pipelines
 from api.qualification import merges, qualification
+from api.request_log import RoutedResolver, logged
 from api.tickets import ticket_config, tickets
 from api.work import follow_ups, queue, tasks, urgent_prompt
 from leadcrm.platform.errors import AppError, BadRequest
 from leadcrm.platform.json_limits import BodyTooLarge, loads
+from leadcrm.platform.telemetry import instrumented
 
 logger = Logger(service="leadcrm")
 
@@ -50,7 +54,7 @@ def _parse_body(text: str) -> Any:
 
 
 # A response that breaks its own schema is our bug: a 500, never blamed on the request.
-app = APIGatewayHttpResolver(
+app = RoutedResolver(
     enable_validation=True, response_validation_error_http_code=500, json_body_deserializer=_parse_body
 )
 # Literal paths (…/leads/campaigns, …/leads/bulk-move-stage) are registered before …/leads/<leadId>.
@@ -250,8 +254,12 @@ def handle_unexpected(error: Exception) -> Response:
     return json_response(500, {"error": {"code": "INTERNAL_ERROR", "message": "Something went wrong on our side."}})
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return logged(app, event, lambda: _answer(event, context))
+
+
+def _answer(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     refused = _refused_before_resolving(event)
     if refused is not None:
         status, body = refused

@@ -38,6 +38,7 @@ from leadcrm.ingestion.rules.meta import (
 from leadcrm.platform import json_limits
 from leadcrm.platform.adapters import ingestion_queue, integration_secrets, webhook_bodies
 from leadcrm.platform.failures import json_object, reading, rejecting_permanent
+from leadcrm.platform.telemetry import instrumented
 
 logger = Logger(service="leadcrm")
 metrics = Metrics(namespace="LeadCRM", service="leadcrm")
@@ -94,7 +95,7 @@ def _count(outcome: str, fields: dict[str, Any], *, dropped: bool) -> str:
     return outcome
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented()  # each record's lines carry its message id (rejecting_permanent)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         return process_partial_response(

@@ -17,6 +17,7 @@ from ingestion import processors
 from leadcrm.conversations.inbound_email import receive_from_s3
 from leadcrm.platform import json_limits
 from leadcrm.platform.failures import json_object, reading, rejecting_permanent
+from leadcrm.platform.telemetry import instrumented
 
 logger = Logger(service="leadcrm")
 processor = BatchProcessor(event_type=EventType.SQS)
@@ -57,7 +58,7 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     return summary
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented()  # each record's lines carry its message id (rejecting_permanent)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
         return process_partial_response(

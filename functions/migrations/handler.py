@@ -13,10 +13,12 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-logger = Logger()
+from leadcrm.platform.telemetry import instrumented
+
+logger = Logger(service="leadcrm")  # the parent of the core's `leadcrm.*` loggers (platform.telemetry)
 
 
-@logger.inject_lambda_context
+@instrumented()
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, str]:
     from leadcrm.platform.db.migrate import upgrade
 

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from leadcrm.platform import json_limits
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.failures import json_object, reading, rejecting_permanent
+from leadcrm.platform.telemetry import instrumented
 from leadcrm.wiring import JOBS, handle_event
 
 logger = Logger(service="leadcrm")
@@ -46,7 +47,7 @@ def run_job(name: str) -> dict[str, Any]:
     return {"job": name, **result}
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented()  # each record's lines carry its message id (rejecting_permanent)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if "job" in event:
         return run_job(str(event["job"]))

@@ -17,10 +17,12 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging import correlation_paths
 
 from leadcrm.ingestion.rules.webhooks import handshake_challenge, signature_is_valid
 from leadcrm.platform import json_limits
 from leadcrm.platform.adapters import webhook_bodies
+from leadcrm.platform.telemetry import instrumented
 from webhooks.secrets import meta_secrets
 
 logger = Logger(service="leadcrm")
@@ -75,7 +77,7 @@ def _too_large(kind: str) -> dict[str, Any]:
     return _error(413, "BODY_TOO_LARGE", f"The body is larger than {limit} bytes.")
 
 
-@logger.inject_lambda_context(clear_state=True)
+@instrumented(correlation_id_path=correlation_paths.LAMBDA_FUNCTION_URL)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     path = event.get("rawPath", "")
     method = event.get("requestContext", {}).get("http", {}).get("method", "")

@@ -1,16 +1,21 @@
 """The Meta app secret and verify token: from Secrets Manager (META_SECRET_ARN) or, locally, the environment.
 
-Read once and cached for a few minutes, so a rotated secret is picked up without a redeploy.
+The secret is read through Powertools Parameters and kept for MAX_AGE_SECONDS, so a rotated app secret
+reaches warm receivers within five minutes without a redeploy. Without an ARN (the local stack, tests) the
+values are META_APP_SECRET and META_VERIFY_TOKEN, read on every call; no Powertools module, no boto3.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from dataclasses import dataclass
 
-CACHE_SECONDS = 300
+from leadcrm.platform.adapters.secrets import CachedSecrets
+
+MAX_AGE_SECONDS = 300
+
+_secrets = CachedSecrets(MAX_AGE_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -19,28 +24,16 @@ class MetaSecrets:
     verify_token: str
 
 
-_cached: tuple[float, MetaSecrets] | None = None
-
-
 def meta_secrets() -> MetaSecrets:
-    global _cached
-    now = time.monotonic()
-    if _cached is not None and now - _cached[0] < CACHE_SECONDS:
-        return _cached[1]
     arn = os.environ.get("META_SECRET_ARN")
-    if arn:
-        from leadcrm.platform.adapters.aws import client
-
-        data = json.loads(client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
-        secrets = MetaSecrets(app_secret=data.get("appSecret", ""), verify_token=data.get("verifyToken", ""))
-    else:
-        secrets = MetaSecrets(
+    if not arn:
+        return MetaSecrets(
             app_secret=os.environ.get("META_APP_SECRET", ""), verify_token=os.environ.get("META_VERIFY_TOKEN", "")
         )
-    _cached = (now, secrets)
-    return secrets
+    data = json.loads(_secrets.get(arn))
+    return MetaSecrets(app_secret=data.get("appSecret", ""), verify_token=data.get("verifyToken", ""))
 
 
 def forget() -> None:
-    global _cached
-    _cached = None
+    """Drop the cached secret (tests switch secrets and environments between runs)."""
+    _secrets.forget()

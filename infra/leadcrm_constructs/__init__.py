@@ -9,7 +9,7 @@ from infra.leadcrm_constructs.core_layer import CoreLayer
 from infra.leadcrm_constructs.database import Database
 from infra.leadcrm_constructs.dependencies_layer import DependenciesLayer
 from infra.leadcrm_constructs.domain_events import DomainEvents
-from infra.leadcrm_constructs.email import InboundEmail
+from infra.leadcrm_constructs.email import EmailSending, InboundEmail
 from infra.leadcrm_constructs.functions import LambdaFunctions
 from infra.leadcrm_constructs.http_api import ApiSettings, LeadCrmApi
 from infra.leadcrm_constructs.lead_ingestion import LeadIngestion
@@ -30,6 +30,7 @@ __all__ = [
     "Database",
     "DependenciesLayer",
     "DomainEvents",
+    "EmailSending",
     "InboundEmail",
     "LambdaFunctions",
     "LeadCrmApi",

@@ -4,7 +4,8 @@
   Reply-To of 1:1 mail), ingestion (verifies replies) and task_lifecycle (signs bulk mail) read it;
   `leadcrm.platform.mail_keys` caches it for five minutes. Rotation is by hand, without breaking replies
   to older mail: put `{"keys": ["<new>", "<old>"]}` (the first signs, all verify), drop the old one later.
-- The API sends 1:1 conversation mail through SES v2 SendEmail from MAIL_FROM, like the digest.
+- The API sends 1:1 conversation mail through SES v2 SendEmail from MAIL_FROM, like the digest (its grant
+  and configuration set: ``EmailSending``).
 - Bulk mail links to the public unsubscribe route, so task_lifecycle learns the API's URL.
 """
 
@@ -14,8 +15,6 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_secretsmanager as secretsmanager
 from cdk_nag import NagSuppressions
 from constructs import Construct
-
-from infra.leadcrm_constructs.ses_grants import grant_send_email
 
 
 class Conversations(Construct):
@@ -57,9 +56,3 @@ class Conversations(Construct):
             function.add_environment("INBOUND_EMAIL_DOMAIN", inbound_domain)
         api.add_environment("MAIL_FROM", mail_from)
         bulk_sender.add_environment("PUBLIC_API_URL", public_api_url)
-
-        grant_send_email(
-            api,
-            "ses:SendEmail on the SES identities of this account and region: conversation mail is sent from "
-            "MAIL_FROM, an identity chosen per deployment; no other SES action is granted.",
-        )

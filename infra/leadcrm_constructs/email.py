@@ -1,4 +1,5 @@
-"""Email: inbound mail for the organization's reply and lead addresses, authenticated by AWS end to end.
+"""Email: inbound mail for the organization's reply and lead addresses, authenticated by AWS end to end, and
+outbound mail's configuration set and events (``EmailSending``, below).
 
     sender ──SMTP──▶ SES (MX of the inbound domain) ──receipt rule──▶ S3 inbound/<message id> (raw MIME)
         ──ObjectCreated──▶ ingestion queue ──▶ ingestion function (reads the object)
@@ -20,6 +21,8 @@ what to put in DNS and the README's Deploy section says what to run.
 from collections.abc import Sequence
 
 from aws_cdk import Aws, CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
@@ -29,6 +32,8 @@ from aws_cdk import aws_ses_actions as ses_actions
 from aws_cdk import aws_sqs as sqs
 from cdk_nag import NagSuppressions
 from constructs import Construct
+
+from infra.leadcrm_constructs.ses_grants import grant_send_email
 
 INBOUND_PREFIX = "inbound/"
 RAW_MAIL_DAYS = 30
@@ -163,3 +168,92 @@ class InboundEmail(Construct):
         ):
             CfnOutput(self, f"DkimCname{index}", value=f"{name} CNAME {value}", description=f"DKIM record of {domain}")
         CfnOutput(self, "ReceiptRuleSetName", value=self.rule_set.receipt_rule_set_name)
+
+
+# -- outbound: the configuration set every send names, and what SES tells us about each mail ---------------
+
+# What SES publishes for each mail (EmailSendingEvent): Send proves SES took it (the queued sweep's evidence);
+# the other five are what became of it.
+SES_EVENT_TYPES = (
+    ses.EmailSendingEvent.SEND,
+    ses.EmailSendingEvent.DELIVERY,
+    ses.EmailSendingEvent.BOUNCE,
+    ses.EmailSendingEvent.COMPLAINT,
+    ses.EmailSendingEvent.REJECT,
+    ses.EmailSendingEvent.DELIVERY_DELAY,
+)
+# Their EventBridge detail-types (leadcrm.conversations.rules.delivery.DETAIL_TYPES, which consumes them).
+SES_DETAIL_TYPES = (
+    "Email Sent",
+    "Email Delivered",
+    "Email Bounced",
+    "Email Complaint Received",
+    "Email Rejected",
+    "Email Delivery Delayed",
+)
+SES_EVENT_SOURCE = "aws.ses"
+SENDER_REASON = (
+    "ses:SendEmail on the SES identities of this account and region: the sending identity (MAIL_FROM) is chosen "
+    "per deployment; the configuration set is this stack's one; no other SES action is granted."
+)
+
+
+class EmailSending(Construct):
+    """The SES configuration set every send names, its event destination and the route of its events.
+
+        send (SES_CONFIGURATION_SET) ──▶ SES ──event destination──▶ default EventBridge bus
+            ──rule (source aws.ses, this set's tag)──▶ task_lifecycle queue ──▶ conversations.delivery
+
+    - Every function in ``senders`` may call ses:SendEmail on the account's identities and this set only, and
+      gets ``SES_CONFIGURATION_SET``: a send without it would publish no event.
+    - SES publishes to the default bus only; the rule there matches SES's sending events of this set (the
+      ``ses:configuration-set`` tag SES puts on each), so other sets of the account never reach us. Its target
+      is the task_lifecycle queue, whose policy admits EventBridge for this rule only (CDK's SqsQueue target
+      conditions it on the rule's ARN); undeliverable events land in that queue's DLQ.
+    - The set keeps SES's reputation metrics (bounce and complaint rates per set) and suppresses, account
+      level, addresses that bounced or complained: a send to one is answered by a Bounce event
+      (``OnAccountSuppressionList``), which the consumer treats as any other.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        senders: Sequence[lambda_.Function],
+        events_queue: sqs.IQueue,
+        events_dead_letter_queue: sqs.IQueue,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.configuration_set = ses.ConfigurationSet(
+            self,
+            "ConfigurationSet",
+            reputation_metrics=True,
+            sending_enabled=True,
+            suppression_reasons=ses.SuppressionReasons.BOUNCES_AND_COMPLAINTS,
+        )
+        default_bus = events.EventBus.from_event_bus_name(self, "DefaultBus", "default")
+        self.event_destination = self.configuration_set.add_event_destination(
+            "ToEventBridge",
+            destination=ses.EventDestination.event_bus(default_bus),
+            events=list(SES_EVENT_TYPES),
+        )
+        self.rule = events.Rule(
+            self,
+            "ToTaskLifecycle",
+            event_bus=default_bus,
+            description="SES sending events of LeadCRM's configuration set to the task-lifecycle queue",
+            event_pattern=events.EventPattern(
+                source=[SES_EVENT_SOURCE],
+                detail_type=list(SES_DETAIL_TYPES),
+                detail={"mail": {"tags": {"ses:configuration-set": [self.configuration_set.configuration_set_name]}}},
+            ),
+            targets=[targets.SqsQueue(events_queue, dead_letter_queue=events_dead_letter_queue)],
+        )
+        stack = Stack.of(self)
+        configuration_set_arn = stack.format_arn(
+            service="ses", resource="configuration-set", resource_name=self.configuration_set.configuration_set_name
+        )
+        for sender in senders:
+            grant_send_email(sender, SENDER_REASON, configuration_set_arn=configuration_set_arn)
+            sender.add_environment("SES_CONFIGURATION_SET", self.configuration_set.configuration_set_name)

@@ -4,10 +4,13 @@ Every function gets the same runtime, architecture, layers (core, dependencies: 
 overlap), tracing, log retention and Powertools settings; only the handler, size and network placement
 differ (``FUNCTION_SPECS``). The constructs of the other capabilities wire themselves to these
 functions: each one grants its own permissions and sets the environment variables that point at its
-resources, so a capability can be read (and later removed) in one file. The variables the code reads,
-and who sets them:
+resources, so a capability can be read (and later removed) in one file. Each function checks the
+variables it needs when it starts (functions/<name>/settings.py; tests/infra/platform/test_infra_settings.py
+holds each list to what the stack sets). The variables the code reads, and who sets them:
 
-- all seven: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` (this construct);
+- all seven: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` and
+  ``POWERTOOLS_TRACER_CAPTURE_RESPONSE`` / ``_ERROR`` off (this construct): a traced function's return value
+  or error message can hold PII, and traces, like logs, carry ids only (leadcrm.platform.telemetry);
 - api, ingestion, task_lifecycle: ``DB_AUTH_MODE``, ``DB_HOST``, ``DB_PORT``, ``DB_NAME``, ``DB_USER``,
   ``DB_SECRET_ARN`` (``Database``) and ``EVENT_BUS_NAME`` (``DomainEvents``);
 - webhooks: ``INGESTION_QUEUE_URL``, ``GRAPH_FETCH_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN``
@@ -35,6 +38,8 @@ POWERTOOLS_ENVIRONMENT = {
     "POWERTOOLS_SERVICE_NAME": "leadcrm",
     "POWERTOOLS_METRICS_NAMESPACE": "LeadCRM",
     "LOG_LEVEL": "INFO",
+    "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+    "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
 }
 
 

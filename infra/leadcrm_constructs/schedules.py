@@ -13,10 +13,8 @@ from aws_cdk import aws_scheduler_targets as scheduler_targets
 from cdk_nag import NagSuppressions
 from constructs import Construct
 
-from infra.leadcrm_constructs.ses_grants import grant_send_email
-
 OUTBOX_RELAY_JOB = "outbox_relay"
-RATE_LIMIT_CLEANUP_JOB = "rate_limit_cleanup"
+RETENTION_CLEANUP_JOB = "retention_cleanup"
 DAILY_DIGEST_JOB = "daily_digest"
 RESCORE_LEADS_JOB = "rescore_leads"
 NURTURE_REEVALUATION_JOB = "nurture_reevaluation"
@@ -24,13 +22,15 @@ MERGE_SNAPSHOT_PURGE_JOB = "merge_snapshot_purge"
 BULK_EMAIL_JOB = "bulk_email"
 DEAL_ROTTING_SWEEP_JOB = "deal_rotting_sweep"
 TICKET_SWEEP_JOB = "ticket_sweep"
+QUEUED_EMAIL_SWEEP_JOB = "queued_email_sweep"
 
 
 class Schedules(Construct):
-    """Scheduled jobs: the outbox relay every minute; throttle-counter cleanup and the morning digest every
-    15 minutes (the digest job itself picks the organizations whose local morning it is); the deal rotting
-    sweep every hour (thresholds are in days); rescoring after a scoring model change every 5 minutes; nurture
-    re-evaluation and the merge snapshot purge hourly."""
+    """Scheduled jobs: the outbox relay every minute; the retention cleanup of growing tables (throttle
+    counters among them: they are kept an hour) and the morning digest every 15 minutes (the digest job
+    itself picks the organizations whose local morning it is); the deal rotting sweep every hour (thresholds
+    are in days); rescoring after a scoring model change every 5 minutes; nurture re-evaluation and the merge
+    snapshot purge hourly; the queued email sweep every 5 minutes."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -51,11 +51,12 @@ class Schedules(Construct):
             every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
             description="Re-publish outbox events left behind after commit",
         )
-        self.rate_limit_cleanup = self._job(
-            "RateLimitCleanup",
-            job=RATE_LIMIT_CLEANUP_JOB,
+        self.retention_cleanup = self._job(
+            "RetentionCleanup",
+            job=RETENTION_CLEANUP_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(15)),
-            description="Delete public-capture throttle counters of past windows",
+            description="Delete rows past their retention: idempotency answers, throttle counters, webhook "
+            "claims, published outbox rows",
         )
         self.daily_digest = self._job(
             "DailyDigest",
@@ -99,12 +100,13 @@ class Schedules(Construct):
             every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
             description="Send pending bulk email recipients within the SES sending rate",
         )
-        # The digest and bulk email send through SES v2 SendEmail from the MAIL_FROM identity.
-        grant_send_email(
-            task_lifecycle,
-            "ses:SendEmail on the SES identities of this account and region: the sending identity (MAIL_FROM) "
-            "is chosen per deployment; no other SES action is granted.",
+        self.queued_email_sweep = self._job(
+            "QueuedEmailSweep",
+            job=QUEUED_EMAIL_SWEEP_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(5)),
+            description="Resolve conversation mail left queued by a send that died: retry once or mark unknown",
         )
+        # The digest, ticket mail and bulk email send through SES (their grant: EmailSending).
 
         # after the jobs: their grants create the role's policy, and suppressions reach existing children only
         NagSuppressions.add_resource_suppressions(

@@ -1,4 +1,5 @@
-"""moto, in-process on 127.0.0.1, with the queues, bus, rule, bucket and SES identity that infra defines."""
+"""moto, in-process on 127.0.0.1, with the queues, bus, rules, bucket, SES identity and configuration set that
+infra defines (SES's own additions: infra/local/ses.py)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ WEBHOOK_BODIES_BUCKET = "leadcrm-webhook-bodies"  # claim checks of webhook bodi
 MAIL_DOMAIN = "mail.leadcrm.local"
 # The rule infra puts on the bus: our own events and the platform's go to task_lifecycle.
 EVENT_PATTERN = {"source": [{"prefix": "leadcrm"}, {"prefix": "platform"}]}
+# The configuration set every send names (SES_CONFIGURATION_SET), and infra's default-bus rule for its events.
+CONFIGURATION_SET = "leadcrm-local"
 VISIBILITY_TIMEOUT_SECONDS = 10  # short locally, so a failed message is retried while you watch
 MAX_RECEIVE_COUNT = 3
 
@@ -44,6 +47,17 @@ class LocalAws:
     @property
     def graph_fetch_queue_url(self) -> str:
         return self.queues[GRAPH_FETCH_QUEUE]
+
+
+def ses_event_pattern(configuration_set: str) -> dict[str, object]:
+    """infra's EmailSending rule: SES's sending events of one configuration set."""
+    from leadcrm.conversations.rules.delivery import DETAIL_TYPES
+
+    return {
+        "source": ["aws.ses"],
+        "detail-type": list(DETAIL_TYPES),
+        "detail": {"mail": {"tags": {"ses:configuration-set": [configuration_set]}}},
+    }
 
 
 def start_moto(port: int | None = None) -> tuple[ThreadedMotoServer, str]:
@@ -106,6 +120,13 @@ def provision() -> LocalAws:
         },
     )
     ses.create_email_identity(EmailIdentity=MAIL_DOMAIN)
+    ses.create_configuration_set(ConfigurationSetName=CONFIGURATION_SET)
+    # SES publishes to the default bus; the same rule as infra's routes this set's events to task_lifecycle.
+    events.put_rule(Name="ses-to-task-lifecycle", EventPattern=json.dumps(ses_event_pattern(CONFIGURATION_SET)))
+    events.put_targets(
+        Rule="ses-to-task-lifecycle",
+        Targets=[{"Id": "task-lifecycle", "Arn": f"arn:aws:sqs:{REGION}:{ACCOUNT}:{TASK_LIFECYCLE_QUEUE}"}],
+    )
     # CSV imports: the dashboard PUTs the file straight to a presigned URL, from its own origin.
     s3.create_bucket(Bucket=IMPORTS_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     s3.put_bucket_cors(
@@ -118,41 +139,3 @@ def provision() -> LocalAws:
     )
     s3.create_bucket(Bucket=WEBHOOK_BODIES_BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     return LocalAws(endpoint=os.environ["AWS_ENDPOINT_URL"], queues=queues)
-
-
-def sent_emails() -> list[dict[str, object]]:
-    """What SES has sent, oldest first, read from moto's in-process backend."""
-    from email import message_from_string, policy
-
-    from moto.ses.models import RawMessage, ses_backends
-
-    sent = []
-    for message in ses_backends[ACCOUNT][REGION].sent_messages:
-        if isinstance(message, RawMessage):
-            parsed = message_from_string(message.raw_data, policy=policy.default)
-            body = parsed.get_body(preferencelist=("plain",))
-            sent.append(
-                {
-                    "messageId": message.id,
-                    "from": parsed["From"],
-                    "to": parsed.get_all("To", []),
-                    "replyTo": parsed["Reply-To"],
-                    "subject": parsed["Subject"],
-                    "headers": {k: str(v) for k, v in parsed.items()},
-                    "text": body.get_content() if body is not None else None,
-                }
-            )
-        else:
-            destinations = getattr(message, "destinations", {}) or {}
-            sent.append(
-                {
-                    "messageId": message.id,
-                    "from": message.source,
-                    "to": destinations.get("ToAddresses", []),
-                    "replyTo": None,
-                    "subject": getattr(message, "subject", None),
-                    "headers": {},
-                    "text": getattr(message, "body", None),
-                }
-            )
-    return sent

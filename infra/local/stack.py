@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
 import os
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl
 
-from infra.local import aws
+from infra.local import aws, ses
 from infra.local.auth import KEY_FILE, MAX_TTL_SECONDS, TOKEN_DAYS, JwtAuthorizer, LocalAuthority, TokenRefused
 from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_result, make_server
 from infra.local.graph import LocalGraph
@@ -24,7 +28,7 @@ LOCAL_META_APP_SECRET = "local-app-secret"
 LOCAL_META_VERIFY_TOKEN = "local-verify-token"
 JOB_RATES_SECONDS = {
     "outbox_relay": 60,
-    "rate_limit_cleanup": 900,
+    "retention_cleanup": 900,
     "daily_digest": 900,
     "rescore_leads": 300,
     "nurture_reevaluation": 3600,
@@ -32,6 +36,7 @@ JOB_RATES_SECONDS = {
     "deal_rotting_sweep": 3600,
     "ticket_sweep": 60,
     "bulk_email": 60,
+    "queued_email_sweep": 300,
 }
 # Local pseudonym master key (README: Configuration); AWS reads it from Secrets Manager (PSEUDONYM_SECRET_ARN).
 LOCAL_PSEUDONYM_KEY = "local-pseudonym-key"
@@ -40,6 +45,22 @@ GRAPH_PREFIX = "/_local/graph/"
 JSON = {"content-type": "application/json"}
 
 Reply = tuple[int, dict[str, str], bytes]
+SENT_EMAILS_PAGE = 100
+MAX_SENT_EMAILS_PAGE = 500
+
+
+def _encode_offset(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"sent:{offset}".encode()).rstrip(b"=").decode()
+
+
+def _decode_offset(cursor: str) -> int | None:
+    """The position a `nextCursor` names (the list only grows, so a position stays where it was)."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (binascii.Error, ValueError):
+        return None
+    prefix, _, number = text.partition(":")
+    return int(number) if prefix == "sent" and number.isdigit() and len(number) <= 9 else None
 
 
 def _json(status: int, body: dict[str, Any]) -> Reply:
@@ -71,6 +92,7 @@ class LocalStack:
             self.postgres = LocalPostgres(self.data_dir / "postgres")
             database_url = self.postgres.start()
         self.moto, endpoint = aws.start_moto()
+        ses.remember_sending_options()  # what moto's SES does not keep: configuration set, tags
         aws.point_sdk_at(endpoint)
         os.environ["DATABASE_URL"] = database_url
         os.environ.setdefault("DB_POOL_SIZE", "8")  # the HTTP threads and pollers share this process
@@ -79,6 +101,7 @@ class LocalStack:
         os.environ.setdefault("PSEUDONYM_KEY", LOCAL_PSEUDONYM_KEY)
         os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ["EVENT_BUS_NAME"] = aws.EVENT_BUS
+        os.environ["SES_CONFIGURATION_SET"] = aws.CONFIGURATION_SET
         os.environ.setdefault("INBOUND_EMAIL_DOMAIN", aws.MAIL_DOMAIN)
         self.resources = aws.provision()
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
@@ -126,7 +149,7 @@ class LocalStack:
             status, answer = self.graph.read(path.removeprefix(GRAPH_PREFIX), headers.get("authorization"))
             return _json(status, answer)
         if path.startswith("/_local/"):
-            return self.local_route(method, path, body)
+            return self.local_route(method, path, body, query)
         if method == "OPTIONS":  # CORS preflight, answered by API Gateway itself
             return (
                 204,
@@ -151,17 +174,21 @@ class LocalStack:
                 return 401, self._cors({**JSON, "www-authenticate": challenge}), b'{"message":"Unauthorized"}'
         event = http_api_event(method, path, query, headers, body, claims=claims)
         status, reply_headers, payload = lambda_result(self.lambdas.invoke("api", event))
+        # As API Gateway does: the request id, which is the correlation id of the request's log lines.
+        reply_headers = {**reply_headers, "apigw-requestid": event["requestContext"]["requestId"]}
         return status, self._cors(reply_headers), payload
 
     def _cors(self, headers: dict[str, str]) -> dict[str, str]:
         return {**headers, "access-control-allow-origin": self.cors_origin}
 
-    def local_route(self, method: str, path: str, body: bytes) -> Reply:
+    def local_route(self, method: str, path: str, body: bytes, query: str = "") -> Reply:
         route = LOCAL_ROUTES.get((method, path))
         if route is None:
             return _error(404, "ROUTE_NOT_FOUND", f"No local route {method} {path}.")
         if path == "/_local/email":
             return route(self, body)
+        if method == "GET":  # a GET's input is its query string
+            return route(self, dict(parse_qsl(query, keep_blank_values=True)))
         try:
             data = json.loads(body or b"{}")
         except ValueError:
@@ -312,7 +339,54 @@ class LocalStack:
         return _json(202, {"data": {"bucket": aws.INBOUND_BUCKET, "key": key}})
 
     def list_sent_emails(self, data: dict[str, Any]) -> Reply:
-        return _json(200, {"data": aws.sent_emails()})
+        """What SES sent, oldest first, with each mail's Reply-To, headers, configuration set and tags;
+        `?limit=` (1–500, default 100) and `?cursor=` (a `nextCursor`)."""
+        try:
+            limit = int(data.get("limit") or SENT_EMAILS_PAGE)
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= MAX_SENT_EMAILS_PAGE:
+            return _error(400, "VALIDATION_FAILED", f"limit must be an integer from 1 to {MAX_SENT_EMAILS_PAGE}.")
+        start = 0
+        if data.get("cursor"):
+            start = _decode_offset(str(data["cursor"]))
+            if start is None:
+                return _error(400, "INVALID_CURSOR", "The cursor is not one this route returned.")
+        sent = ses.sent_emails()
+        page = sent[start : start + limit]
+        more = start + limit < len(sent)
+        return _json(200, {"data": page, "nextCursor": _encode_offset(start + limit) if more else None})
+
+    def inject_ses_event(self, data: dict[str, Any]) -> Reply:
+        """SES's event about a sent mail, in AWS's shape, on the default bus as SES puts it: the same rule
+        routes it to task_lifecycle. `{messageId, type, bounceType?, timestamp?}`; the same messageId, type
+        and timestamp again is a replay of the same event."""
+        unknown = sorted(set(data) - {"messageId", "type", "bounceType", "timestamp"})
+        if unknown:
+            return _error(400, "VALIDATION_FAILED", f"Unknown field(s): {', '.join(unknown)}.")
+        message_id, kind = data.get("messageId"), data.get("type")
+        if not isinstance(message_id, str) or not isinstance(kind, str):
+            return _error(400, "VALIDATION_FAILED", "Send {messageId: string, type: string, bounceType?, timestamp?}.")
+        timestamp = None
+        if data.get("timestamp") is not None:
+            try:
+                timestamp = datetime.fromisoformat(str(data["timestamp"]))
+            except ValueError:
+                timestamp = None
+            if timestamp is None or timestamp.tzinfo is None:
+                return _error(400, "VALIDATION_FAILED", "timestamp must be an ISO 8601 instant with a zone.")
+        mail = next((m for m in ses.sent_emails() if m["messageId"] == message_id), None)
+        if mail is None:
+            return _error(404, "MESSAGE_NOT_FOUND", "SES sent no mail with this messageId.")
+        bounce_type = data.get("bounceType")
+        try:
+            detail_type, detail = ses.ses_event(
+                mail, kind, bounce_type=str(bounce_type) if bounce_type is not None else None, timestamp=timestamp
+            )
+        except ses.EventRefused as refused:
+            return _error(refused.status, refused.code, str(refused))
+        event_id = ses.publish(detail_type, detail)
+        return _json(202, {"data": {"eventId": event_id, "detailType": detail_type, "detail": detail}})
 
     def put_event(self, data: dict[str, Any]) -> Reply:
         from leadcrm.platform.adapters.aws import client
@@ -372,6 +446,7 @@ LOCAL_ROUTES = {
     ("GET", "/_local/.well-known/openid-configuration"): LocalStack.serve_openid_configuration,
     ("POST", "/_local/email"): LocalStack.deliver_email,
     ("GET", "/_local/sent-emails"): LocalStack.list_sent_emails,
+    ("POST", "/_local/ses/events"): LocalStack.inject_ses_event,
     ("POST", "/_local/events"): LocalStack.put_event,
     ("POST", "/_local/tick"): LocalStack.tick,
     ("POST", "/_local/graph/leads"): LocalStack.register_graph_lead,

@@ -15,6 +15,7 @@ from infra.leadcrm_constructs import (
     Database,
     DependenciesLayer,
     DomainEvents,
+    EmailSending,
     InboundEmail,
     LambdaFunctions,
     LeadCrmApi,
@@ -76,6 +77,15 @@ class LeadCrmStack(Stack):
             domain=config.inbound_domain,
             queue=messaging.ingestion.queue,
             readers=[functions.ingestion],
+        )
+        # Every function that mails names the configuration set; SES's events about each mail come back to
+        # task_lifecycle (conversations.delivery).
+        EmailSending(
+            self,
+            "EmailSending",
+            senders=[functions.api, functions.task_lifecycle],
+            events_queue=messaging.task_lifecycle.queue,
+            events_dead_letter_queue=messaging.task_lifecycle.dead_letter_queue,
         )
         domain_events = DomainEvents(
             self,

@@ -307,6 +307,9 @@ ROUTES.update(
             foreign=400,  # another organization's leads match no lead of ours: AUDIENCE_EMPTY, as random ids
         ),
         "GET /organizations/{orgId}/bulk-emails/{jobId}": Row(STAFF, 200, lambda w: Req({"jobId": w.bulk_email()})),
+        "GET /organizations/{orgId}/bulk-emails/{jobId}/recipients": Row(
+            STAFF, 200, lambda w: Req({"jobId": w.bulk_email()})
+        ),
         "GET /unsubscribe/{token}": Row(PUBLIC, 200, lambda w: Req({"token": w.unsubscribe_token()}), foreign=None),
         "POST /unsubscribe/{token}": Row(PUBLIC, 200, lambda w: Req({"token": w.unsubscribe_token()}), foreign=None),
         # -- deals (staff), deal pipeline (staff reads, owner/admin edits), owner departure ------------------------

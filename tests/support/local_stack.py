@@ -39,9 +39,21 @@ class HttpReply:
 
 
 class LocalStackClient:
-    def __init__(self, base_url: str, data_dir: Path | None = None) -> None:
+    def __init__(self, base_url: str, data_dir: Path | None = None, output: deque[str] | None = None) -> None:
         self.base_url = base_url
         self.data_dir = data_dir  # the stack's --data-dir (its signing key lives there)
+        self.output = output if output is not None else deque()  # its latest lines of output, as it prints them
+
+    def log_lines(self) -> list[dict[str, Any]]:
+        """The JSON lines (the functions' logs) among its latest output."""
+        lines = []
+        for text in self.output.copy():  # copied whole: the reader thread appends meanwhile
+            if text.startswith("{"):
+                try:
+                    lines.append(json.loads(text))
+                except ValueError:
+                    continue
+        return lines
 
     def request(
         self,
@@ -77,6 +89,17 @@ class LocalStackClient:
             time.sleep(0.2)
         raise AssertionError(f"the local stack did not become idle: {state}")
 
+    def sent_emails(self) -> list[dict[str, Any]]:
+        """Every mail SES sent, oldest first, through `/_local/sent-emails`'s pages."""
+        mails: list[dict[str, Any]] = []
+        cursor = None
+        while True:
+            page = self.request("GET", "/_local/sent-emails?limit=500" + (f"&cursor={cursor}" if cursor else "")).json()
+            mails.extend(page["data"])
+            cursor = page["nextCursor"]
+            if cursor is None:
+                return mails
+
     def token_for(self, subject: str, email: str | None = None) -> str:
         """A token for any subject (a user made by directory events signs in with it): `POST /_local/tokens`."""
         body = {"sub": subject, **({"email": email} if email else {})}
@@ -105,9 +128,11 @@ class LocalStackDidNotStart(RuntimeError):
 
 
 @contextmanager
-def running_local_stack(database_url: str, data_dir: Path) -> Iterator[str]:
-    """`python -m infra.local` on `database_url` (port chosen by the stack); yields its base URL, stops it after."""
-    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1"}
+def running_local_stack(database_url: str, data_dir: Path, output: deque[str] | None = None) -> Iterator[str]:
+    """`python -m infra.local` on `database_url` (port chosen by the stack); yields its base URL, stops it after.
+    Its latest lines of output go to `output` (by default kept only for a failing test's report)."""
+    # INFO: the functions' every log line, as in AWS (tests read them); `make dev` prints warnings and errors.
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONUNBUFFERED": "1", "POWERTOOLS_LOG_LEVEL": "INFO"}
     env.pop("AWS_ENDPOINT_URL", None)
     process = subprocess.Popen(
         [sys.executable, "-m", "infra.local", "--port", "0", "--quiet", "--data-dir", str(data_dir)],
@@ -134,7 +159,8 @@ def running_local_stack(database_url: str, data_dir: Path) -> Iterator[str]:
         raise LocalStackDidNotStart("the local stack did not start:\n" + "".join(seen))
     # Keep reading its output (the last lines are kept for a failing test's report): a pipe nobody reads
     # fills up, and the stack then blocks on its next log line, mid-request.
-    tail: deque[str] = deque(seen[-200:], maxlen=200)
+    tail: deque[str] = output if output is not None else deque(maxlen=200)
+    tail.extend(seen[-200:])
     threading.Thread(target=lambda: tail.extend(process.stdout), name="local-stack-output", daemon=True).start()
     try:
         yield base_url
@@ -150,7 +176,8 @@ def running_local_stack(database_url: str, data_dir: Path) -> Iterator[str]:
 def local_stack(local_stack_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalStackClient]:
     data_dir = tmp_path_factory.mktemp("local-stack")
     try:
-        with running_local_stack(local_stack_database, data_dir) as base_url:
-            yield LocalStackClient(base_url, data_dir)
+        output: deque[str] = deque(maxlen=5000)
+        with running_local_stack(local_stack_database, data_dir, output) as base_url:
+            yield LocalStackClient(base_url, data_dir, output)
     except LocalStackDidNotStart as error:
         pytest.fail(str(error))

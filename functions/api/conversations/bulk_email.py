@@ -2,7 +2,8 @@
 
 - `POST /organizations/{orgId}/bulk-emails` (staff): resolves the audience into recipients now (leads
   without email consent or address are skipped and reported) and answers 202 with the job; the
-  `bulk_email` scheduled job sends within the SES rate. `GET …/bulk-emails/{jobId}` shows its progress.
+  `bulk_email` scheduled job sends within the SES rate. `GET …/bulk-emails/{jobId}` shows its progress,
+  what SES said (delivery counts) and a pause; `GET …/bulk-emails/{jobId}/recipients` each recipient.
 - `GET /unsubscribe/{token}` (public): a page with a confirm button (a GET never unsubscribes: mail
   scanners follow links); `POST /unsubscribe/{token}` (public; the List-Unsubscribe-Post one-click target)
   revokes the lead's email consent. The token is signed: a forged or altered one changes nothing.
@@ -10,17 +11,19 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from html import escape
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.conversations.schemas_conversations import BulkAudience, BulkEmailBody, BulkEmailJob
+from api.conversations.schemas_conversations import BulkAudience, BulkEmailBody, BulkEmailJob, BulkRecipient
 from api.http import caller, entity_id, json_response
-from api.schemas import Envelope
-from leadcrm.conversations import bulk_email
+from api.schemas import Envelope, ListEnvelope
+from leadcrm.conversations import bulk_email, queries
+from leadcrm.conversations.rules.delivery import DeliveryStatus
 from leadcrm.conversations.rules.reply_addresses import parse_unsubscribe_token
 from leadcrm.directory.access import require_staff
 from leadcrm.leads.rules.listing import LeadListFilters, parse_search, unique
@@ -87,6 +90,47 @@ def read_bulk_email(orgId: str, jobId: str) -> Envelope[BulkEmailJob]:
         actor = require_staff(caller(uow, router, orgId))
         job = bulk_email.job_view(uow.connection, actor.organization_id, entity_id(jobId, "BULK_EMAIL_NOT_FOUND"))
     return Envelope[BulkEmailJob](data=BulkEmailJob.model_validate(job))
+
+
+class RecipientStatus(StrEnum):
+    PENDING = "pending"
+    SENDING = "sending"
+    SENT = "sent"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    SKIPPED = "skipped"
+
+
+@router.get(
+    "/organizations/<orgId>/bulk-emails/<jobId>/recipients",
+    tags=TAGS,
+    summary="A bulk email's recipients, their send and delivery status (staff)",
+    description="By lead id, keyset pages (`nextCursor` back as `cursor`). `status` filters the send status, "
+    "`deliveryStatus` what SES said (delivered, bounced, complained, rejected, delayed).",
+    responses={200: {"description": "OK"}, 404: {"description": "BULK_EMAIL_NOT_FOUND"}},
+)
+def bulk_email_recipients(
+    orgId: str,
+    jobId: str,
+    status: Annotated[RecipientStatus | None, Query()] = None,
+    deliveryStatus: Annotated[DeliveryStatus | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE_SIZE)] = queries.DEFAULT_PAGE_SIZE,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> ListEnvelope[BulkRecipient]:
+    with UnitOfWork() as uow:
+        actor = require_staff(caller(uow, router, orgId))
+        page = queries.list_bulk_recipients(
+            uow.connection,
+            actor.organization_id,
+            entity_id(jobId, "BULK_EMAIL_NOT_FOUND"),
+            status=status.value if status else None,
+            delivery_status=deliveryStatus.value if deliveryStatus else None,
+            limit=limit,
+            cursor=cursor,
+        )
+    return ListEnvelope[BulkRecipient](
+        data=[BulkRecipient.model_validate(item) for item in page.items], next_cursor=page.next_cursor
+    )
 
 
 def _page(status: int, title: str, text: str, form_action: str | None = None) -> Response[str]:

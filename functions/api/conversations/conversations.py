@@ -167,7 +167,9 @@ def patch_conversation(
     f"{THREAD}/messages",
     tags=TAGS,
     summary="A thread's messages, newest first (staff)",
-    description="Outbound (queued, sent, failed), inbound (received) and internal notes. Keyset pages.",
+    description="Outbound (queued, sent, failed, unknown: interrupted after it may have reached SES, never "
+    "re-sent), inbound (received) and internal notes. Keyset pages. An outbound message's `deliveryStatus` is "
+    "what SES said after it took the mail.",
     responses=OK,
 )
 def messages(

@@ -102,6 +102,15 @@ class Message(OutModel):
     external_message_id: str | None
     error: str | None
     sent_at: datetime | None
+    delivery_status: str | None = Field(
+        default=None,
+        description="What SES said after it took the mail: delivered, bounced, complained, rejected or delayed "
+        "(the worst news so far); null until it said anything",
+    )
+    delivery_status_at: datetime | None = None
+    delivery_detail: dict[str, Any] | None = Field(
+        default=None, description="The SES event's types: eventType, bounceType, bounceSubType, …"
+    )
     created_at: datetime
 
 
@@ -198,20 +207,50 @@ class SkippedLead(OutModel):
     reason: str
 
 
+class DeliveryCounts(OutModel):
+    """Recipients by what SES said about their mail (the worst news for each)."""
+
+    delayed: int
+    delivered: int
+    rejected: int
+    bounced: int
+    complained: int
+
+
 class BulkEmailJob(OutModel):
     id: uuid.UUID
     organization_id: uuid.UUID
     subject: str
-    status: str
+    status: str = Field(description="queued, sending, paused (see pauseReason) or done")
     audience: dict[str, Any]
     total: int
     pending: int
     sending: int
     sent: int
     failed: int
+    unknown: int = Field(description="claimed by a run that died: maybe mailed, never re-sent")
     skipped: int
     skipped_no_consent: int
     skipped_no_email: int
     skipped_leads: list[SkippedLead]
+    delivery: DeliveryCounts
+    paused_at: datetime | None
+    pause_reason: str | None = Field(description="bounce_rate: too many of its mails bounced permanently")
+    pause_detail: dict[str, Any] | None = Field(
+        description="the figures that paused it: sent, bounced, bounceRate, threshold, minSent"
+    )
     created_at: datetime
     completed_at: datetime | None
+
+
+class BulkRecipient(OutModel):
+    lead_id: uuid.UUID
+    lead_name: str | None
+    status: str = Field(description="pending, sending, sent, failed, unknown or skipped")
+    skip_reason: str | None
+    provider_message_id: str | None
+    error: str | None
+    sent_at: datetime | None
+    delivery_status: str | None
+    delivery_status_at: datetime | None
+    delivery_detail: dict[str, Any] | None

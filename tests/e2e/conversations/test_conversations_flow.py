@@ -26,7 +26,7 @@ def _reply(fixture: str, to: str) -> bytes:
 
 
 def _sent_to(stack: LocalStackClient, address: str) -> list[dict[str, Any]]:
-    return [m for m in stack.request("GET", "/_local/sent-emails").json()["data"] if address in str(m["to"])]
+    return [m for m in stack.sent_emails() if address in str(m["to"])]
 
 
 def _org(stack: LocalStackClient) -> tuple[str, str]:

@@ -53,7 +53,7 @@ def test_a_routed_ticket_is_resolved_confirmed_and_surveyed(local_stack: LocalSt
 
     def mails() -> list[dict]:
         return [
-            m for m in local_stack.request("GET", "/_local/sent-emails").json()["data"] if "noa@example.com" in m["to"]
+            m for m in local_stack.sent_emails() if "noa@example.com" in m["to"]
         ]
 
     [confirmation] = mails()

@@ -85,7 +85,7 @@ def test_the_morning_digest_mails_a_staff_member_with_an_overdue_follow_up_once(
     local_stack.request("POST", "/_local/tick", json_body={"job": "daily_digest"})
 
     mails = [
-        m for m in local_stack.request("GET", "/_local/sent-emails").json()["data"] if "Digest Studio" in m["subject"]
+        m for m in local_stack.sent_emails() if "Digest Studio" in m["subject"]
     ]
     assert len(mails) == 1
     assert "Overdue tasks: 1" in mails[0]["text"]

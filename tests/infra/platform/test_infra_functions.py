@@ -1,4 +1,5 @@
-"""The seven functions: handlers, runtime, layers, placement, environment and least-privilege grants."""
+"""The seven functions: handlers, runtime, layers, placement, environment, tracing, log groups and least-privilege
+grants."""
 
 from __future__ import annotations
 
@@ -22,7 +23,10 @@ POWERTOOLS = {
     "POWERTOOLS_SERVICE_NAME": "leadcrm",
     "POWERTOOLS_METRICS_NAMESPACE": "LeadCRM",
     "LOG_LEVEL": "INFO",
+    "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+    "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
 }
+LOG_RETENTION_DAYS = 30
 
 
 @pytest.mark.parametrize(
@@ -55,6 +59,35 @@ def test_function_runtime_and_size(template: Template, name: str, memory: int, t
             "LoggingConfig": {"LogGroup": Match.any_value()},
         },
     )
+
+
+@pytest.mark.parametrize("name", HANDLERS)
+def test_every_function_traces_actively_and_may_send_its_traces(
+    resources: dict[str, Any], function_ids: dict[str, str], policy_actions: dict[str, set[str]], name: str
+) -> None:
+    assert resources[function_ids[name]]["Properties"]["TracingConfig"] == {"Mode": "Active"}
+    assert {"xray:PutTraceSegments", "xray:PutTelemetryRecords"} <= policy_actions[name]
+
+
+@pytest.mark.parametrize("name", HANDLERS)
+def test_every_function_logs_to_a_log_group_of_its_own_with_a_retention(
+    resources: dict[str, Any], function_ids: dict[str, str], name: str
+) -> None:
+    group = resources[function_ids[name]]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    assert resources[group]["Type"] == "AWS::Logs::LogGroup"
+    assert resources[group]["Properties"]["RetentionInDays"] == LOG_RETENTION_DAYS
+    others = [other for other in function_ids if other != name]
+    assert all(resources[function_ids[o]]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"] != group for o in others)
+
+
+@pytest.mark.parametrize("name", HANDLERS)
+def test_every_function_names_the_service_and_keeps_pii_out_of_its_traces(
+    resources: dict[str, Any], function_ids: dict[str, str], name: str
+) -> None:
+    variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
+    assert {key: variables.get(key) for key in POWERTOOLS} == POWERTOOLS
+    assert "POWERTOOLS_TRACE_DISABLED" not in variables
+    assert variables.get("POWERTOOLS_LOGGER_LOG_EVENT", "false") == "false"  # an event holds a lead's details
 
 
 def test_exactly_seven_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:

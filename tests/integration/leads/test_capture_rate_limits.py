@@ -142,9 +142,9 @@ def test_the_cleanup_job_deletes_counters_older_than_an_hour(ctx):
                 {"bucket": recent, "window_start": now - timedelta(minutes=5), "hits": 5},
             ],
         )
-    result = task_lifecycle({"job": "rate_limit_cleanup"}, ctx)
-    assert result["job"] == "rate_limit_cleanup"
-    assert result["deleted"] >= 1
+    result = task_lifecycle({"job": "retention_cleanup"}, ctx)
+    assert result["job"] == "retention_cleanup"
+    assert result["rate_limit_counters"] >= 1
     with get_engine().connect() as conn:
         left = (
             conn.execute(select(rate_limit_counters.c.bucket).where(rate_limit_counters.c.bucket.in_([old, recent])))

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select, update
 
 from leadcrm.platform.db.engine import get_engine
-from leadcrm.platform.outbox import BACKLOG_AGE_METRIC, relay_unpublished
+from leadcrm.platform.outbox import BACKLOG_AGE_METRIC, FAILED_METRIC, PUBLISHED_METRIC, relay_unpublished
 from leadcrm.platform.tables import outbox
 from tests.support.api import call_api, leads_path
 from tests.support.aws import make_event_bus, make_queue, route_bus_to_queue
@@ -31,21 +31,25 @@ def _create_lead_without_a_bus() -> dict:
     return response.data
 
 
-def _backlog_ages(captured_stdout: str) -> list[float]:
-    """The outbox backlog ages in the EMF documents the relay printed (what CloudWatch turns into the metric)."""
-    ages = []
+def _emitted(captured_stdout: str, metric: str, unit: str) -> list[float]:
+    """The values of `metric` in the EMF documents the relay printed (what CloudWatch turns into the metric)."""
+    values = []
     for line in captured_stdout.splitlines():
         try:
             document = json.loads(line)
         except ValueError:
             continue
-        if isinstance(document, dict) and BACKLOG_AGE_METRIC in document:
+        if isinstance(document, dict) and metric in document:
             (directive,) = document["_aws"]["CloudWatchMetrics"]
             assert directive["Namespace"] == "LeadCRM"
-            assert directive["Metrics"] == [{"Name": BACKLOG_AGE_METRIC, "Unit": "Seconds"}]
-            value = document[BACKLOG_AGE_METRIC]
-            ages.append(float(value[0] if isinstance(value, list) else value))
-    return ages
+            assert directive["Metrics"] == [{"Name": metric, "Unit": unit}]
+            value = document[metric]
+            values.append(float(value[0] if isinstance(value, list) else value))
+    return values
+
+
+def _backlog_ages(captured_stdout: str) -> list[float]:
+    return _emitted(captured_stdout, BACKLOG_AGE_METRIC, "Seconds")
 
 
 def _outbox_row(lead_id: str) -> dict:
@@ -177,3 +181,26 @@ def test_events_younger_than_the_grace_period_count_in_the_backlog_age(capsys):
     (age,) = _backlog_ages(capsys.readouterr().out)
     assert _outbox_row(lead["id"])["published_at"] is None
     assert 20 <= age < 30  # not the relay's to send yet, but waiting all the same
+
+
+def test_a_relay_publishes_how_many_events_it_relayed(capsys):
+    for _ in range(3):
+        _create_lead_without_a_bus()
+    make_event_bus()
+    capsys.readouterr()
+    result = relay_unpublished(grace=timedelta(0))
+    out = capsys.readouterr().out
+    assert result["published"] >= 3
+    assert _emitted(out, PUBLISHED_METRIC, "Count") == [float(result["published"])]
+    assert _emitted(out, FAILED_METRIC, "Count") == [0.0]
+
+
+def test_a_relay_that_cannot_reach_the_bus_publishes_its_failures(capsys):
+    lead = _create_lead_without_a_bus()
+    _backdate(lead["id"])
+    capsys.readouterr()
+    result = relay_unpublished()
+    out = capsys.readouterr().out
+    assert result["failed"] >= 1
+    assert _emitted(out, FAILED_METRIC, "Count") == [float(result["failed"])]
+    assert _emitted(out, PUBLISHED_METRIC, "Count") == [0.0]

@@ -5,7 +5,8 @@
   higher one without importing it (the capabilities' import order is declared in pyproject's contracts).
 - `EVENT_REACTIONS`: domain events from the bus (the outbox, through EventBridge and SQS) and platform events,
   each with the capability reaction that applies it; the events of `scoring.RESCORING_EVENTS` also rescore
-  their lead, beside their own reaction. Consumed by functions/task_lifecycle.
+  their lead, beside their own reaction; SES's email sending events (detail-types `Email …`) are here too.
+  Consumed by functions/task_lifecycle.
 - `JOBS`: the scheduled jobs (EventBridge Scheduler `{"job": name}`), each a capability's job function.
 
 Nothing below the capabilities imports this module; the bus loads it on its first message.
@@ -20,20 +21,23 @@ from typing import Any
 from sqlalchemy import Connection
 
 from leadcrm.analytics import attribution
+from leadcrm.conversations import reactions as conversations_reactions
 from leadcrm.conversations.bulk_email import run_bulk_email
+from leadcrm.conversations.jobs import APPLIED_EVENTS_RETENTION
+from leadcrm.conversations.queued_sweep import run_queued_email_sweep
 from leadcrm.deals import owner_departure
 from leadcrm.deals import reactions as deals_reactions
 from leadcrm.deals.rotting import run_rotting_sweep
 from leadcrm.directory import reactions as directory_reactions
 from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
+from leadcrm.ingestion.jobs import CLAIMS_RETENTION
+from leadcrm.leads import rate_limits, released_joins
 from leadcrm.leads import reactions as leads_reactions
-from leadcrm.leads import released_joins
 from leadcrm.leads.messages import LeadBecameMember, LeadCreated, LeadErasing, ScoringInputsChanged
-from leadcrm.leads.rate_limits import delete_expired_counters
 from leadcrm.leads.rules.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
-from leadcrm.platform import messagebus
+from leadcrm.platform import idempotency, messagebus, outbox
 from leadcrm.platform.events import LEAD_CREATED, LEAD_STATUS_CHANGED
-from leadcrm.platform.outbox import relay_unpublished
+from leadcrm.platform.retention import Retention, run_cleanup
 from leadcrm.qualification import reactions as qualification_reactions
 from leadcrm.qualification import scoring
 from leadcrm.qualification.jobs import purge_expired_snapshots
@@ -89,11 +93,23 @@ EVENT_REACTIONS: dict[str, EventReaction] = {
     LEAD_STATUS_CHANGED: task_closing.handle_lead_status_changed,
     LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
     attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,
+    # SES's email sending events (source aws.ses, from the default bus): delivery status and suppression.
+    **{detail_type: conversations_reactions.on_ses_event for detail_type in conversations_reactions.SES_DETAIL_TYPES},
 }
 
+# The growing tables the `retention_cleanup` job keeps in check, each with its owner's retention (README:
+# Operate, Retention).
+RETAINED: tuple[Retention, ...] = (
+    idempotency.RETENTION,
+    rate_limits.RETENTION,
+    CLAIMS_RETENTION,
+    APPLIED_EVENTS_RETENTION,
+    outbox.RETENTION,
+)
+
 JOBS: dict[str, Callable[[], dict[str, int]]] = {
-    "outbox_relay": relay_unpublished,
-    "rate_limit_cleanup": delete_expired_counters,
+    "outbox_relay": outbox.relay_unpublished,
+    "retention_cleanup": lambda: run_cleanup(RETAINED),
     "daily_digest": run_daily_digest,
     "rescore_leads": scoring.run_rescore_job,
     "nurture_reevaluation": run_nurture_reevaluation,
@@ -101,6 +117,7 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "deal_rotting_sweep": run_rotting_sweep,
     "ticket_sweep": run_ticket_sweep,
     "bulk_email": run_bulk_email,
+    "queued_email_sweep": run_queued_email_sweep,
 }
 
 

@@ -16,9 +16,11 @@ Sending (`run_bulk_email`, the `bulk_email` scheduled job, every minute): claims
 chunks (FOR UPDATE SKIP LOCKED, status `sending`, committed), sends them paced to `BULK_EMAIL_SEND_RATE`
 mails per second (keep it at or under the account's SES maximum send rate) for at most `RUN_SECONDS`, then
 records each outcome and the timeline entries. Consent is checked again at claim time, so an unsubscribe
-between creation and sending is honoured. Delivery is at most once: a claim whose run died (older than
-`CLAIM_LEASE`) is marked failed (`interrupted`), never re-sent. A job is `done` when nothing is pending
-or sending.
+(or a bounce or complaint suppression) between creation and sending is honoured. Delivery is at most once:
+a claim whose run died (older than `CLAIM_LEASE`) may have been mailed, so it becomes `unknown`
+(`interrupted`), never re-sent; an SES event naming it later proves it was (conversations.delivery). A job
+is `done` when nothing is pending or sending; a job `paused` by its bounce rate (conversations.delivery)
+sends nothing more (what one run had already claimed, at most a chunk, still goes out).
 
 Every mail carries an unsubscribe link and `List-Unsubscribe` / `List-Unsubscribe-Post: One-Click`
 (RFC 8058) pointing at the public signed route `…/unsubscribe/<token>`, which revokes email consent.
@@ -38,6 +40,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, case, func, insert, literal, select, update
 
 from leadcrm.conversations import consent
+from leadcrm.conversations.rules.delivery import MAIL_TAG, MailRef
 from leadcrm.conversations.rules.messages import language_of
 from leadcrm.conversations.rules.reply_addresses import AddressKind, AddressTarget, reply_address, unsubscribe_token
 from leadcrm.conversations.tables import bulk_email_jobs, bulk_email_recipients, lead_consents
@@ -66,6 +69,7 @@ CLAIM_LEASE = timedelta(minutes=15)
 MAX_ERROR_LENGTH = 500
 BULK_EMAIL_SENT = "bulk_email_sent"
 UNSUBSCRIBE_SOURCE = "unsubscribe_link"
+RUNNING = ("queued", "sending")  # job statuses the sender works on (not paused, not done)
 
 UNSUBSCRIBE_FOOTERS = {
     "en": "To stop receiving these emails: {url}",
@@ -158,6 +162,9 @@ def job_view(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) ->
                 bulk_email_jobs.c.audience,
                 bulk_email_jobs.c.created_at,
                 bulk_email_jobs.c.completed_at,
+                bulk_email_jobs.c.paused_at,
+                bulk_email_jobs.c.pause_reason,
+                bulk_email_jobs.c.pause_detail,
             ).where(bulk_email_jobs.c.organization_id == organization_id, bulk_email_jobs.c.id == job_id)
         )
         .mappings()
@@ -165,16 +172,26 @@ def job_view(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) ->
     )
     if job is None:
         raise NotFound("Bulk email not found.", code="BULK_EMAIL_NOT_FOUND")
-    counts = {"pending": 0, "sending": 0, "sent": 0, "failed": 0, "skipped": 0}
+    counts = {"pending": 0, "sending": 0, "sent": 0, "failed": 0, "unknown": 0, "skipped": 0}
+    delivery = {"delayed": 0, "delivered": 0, "rejected": 0, "bounced": 0, "complained": 0}
     skipped_by_reason: dict[str, int] = {}
     for row in conn.execute(
-        select(bulk_email_recipients.c.status, bulk_email_recipients.c.skip_reason, func.count())
+        select(
+            bulk_email_recipients.c.status,
+            bulk_email_recipients.c.skip_reason,
+            bulk_email_recipients.c.delivery_status,
+            func.count(),
+        )
         .where(bulk_email_recipients.c.job_id == job_id)
-        .group_by(bulk_email_recipients.c.status, bulk_email_recipients.c.skip_reason)
+        .group_by(
+            bulk_email_recipients.c.status, bulk_email_recipients.c.skip_reason, bulk_email_recipients.c.delivery_status
+        )
     ):
-        counts[row[0]] += row[2]
+        counts[row[0]] += row[3]
         if row[1]:
-            skipped_by_reason[row[1]] = skipped_by_reason.get(row[1], 0) + row[2]
+            skipped_by_reason[row[1]] = skipped_by_reason.get(row[1], 0) + row[3]
+        if row[2]:
+            delivery[row[2]] += row[3]
     skipped = [
         {"lead_id": r.lead_id, "reason": r.skip_reason}
         for r in conn.execute(
@@ -191,6 +208,7 @@ def job_view(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) ->
         "skipped_no_consent": skipped_by_reason.get("no_consent", 0),
         "skipped_no_email": skipped_by_reason.get("no_email", 0),
         "skipped_leads": skipped,
+        "delivery": delivery,
     }
 
 
@@ -252,7 +270,7 @@ def run_bulk_email(
 
 
 def _expire_stale_claims() -> int:
-    """Claims of a run that died mid-send: failed as interrupted (at most once: the mail may have left)."""
+    """Claims of a run that died mid-send: unknown, `interrupted` (at most once: the mail may have left)."""
     with UnitOfWork() as uow:
         expired = uow.connection.execute(
             update(bulk_email_recipients)
@@ -260,7 +278,7 @@ def _expire_stale_claims() -> int:
                 bulk_email_recipients.c.status == "sending",
                 bulk_email_recipients.c.claimed_at < func.now() - CLAIM_LEASE,
             )
-            .values(status="failed", error="interrupted")
+            .values(status="unknown", error="interrupted")
             .returning(bulk_email_recipients.c.lead_id)
         ).all()
         uow.commit()
@@ -277,7 +295,7 @@ def _claim(limit: int) -> tuple[list[Claimed], int]:
             .select_from(
                 bulk_email_recipients.join(bulk_email_jobs, bulk_email_jobs.c.id == bulk_email_recipients.c.job_id)
             )
-            .where(bulk_email_jobs.c.status != "done", bulk_email_recipients.c.status == "pending")
+            .where(bulk_email_jobs.c.status.in_(RUNNING), bulk_email_recipients.c.status == "pending")
             .order_by(bulk_email_jobs.c.created_at, bulk_email_recipients.c.job_id, bulk_email_recipients.c.lead_id)
             .limit(limit)
             .with_for_update(of=bulk_email_recipients, skip_locked=True)
@@ -367,6 +385,7 @@ def compose(claim: Claimed) -> ses.OutboundMail:
         reply_to=reply_address(key, AddressTarget(AddressKind.LEAD, claim.lead_id), domain),
         sender_name=claim.organization_name,
         headers={"List-Unsubscribe": f"<{url}>", "List-Unsubscribe-Post": "List-Unsubscribe=One-Click"},
+        tags={MAIL_TAG: MailRef.bulk(claim.job_id, claim.lead_id).tag_value()},
     )
 
 
@@ -385,14 +404,21 @@ def _record(claimed: list[Claimed], outcomes: list[dict[str, Any]]) -> None:
     with UnitOfWork() as uow:
         conn = uow.connection
         for claim, outcome in zip(claimed, outcomes, strict=True):
+            where = [bulk_email_recipients.c.job_id == claim.job_id, bulk_email_recipients.c.lead_id == claim.lead_id]
+            if outcome["status"] == "failed":
+                # An SES event may already have proven the mail was taken (the call timed out after SES
+                # accepted it): its word stands over our failed call.
+                where.append(bulk_email_recipients.c.provider_message_id.is_(None))
             conn.execute(
                 update(bulk_email_recipients)
-                .where(bulk_email_recipients.c.job_id == claim.job_id, bulk_email_recipients.c.lead_id == claim.lead_id)
+                .where(*where)
                 .values(
                     status=outcome["status"],
                     provider_message_id=outcome.get("provider_message_id"),
                     error=outcome.get("error"),
-                    sent_at=func.now() if outcome["status"] == "sent" else None,
+                    sent_at=func.coalesce(bulk_email_recipients.c.sent_at, func.now())
+                    if outcome["status"] == "sent"
+                    else None,
                 )
             )
         record_activities(
@@ -422,7 +448,7 @@ def _finish_jobs() -> None:
         )
         uow.connection.execute(
             update(bulk_email_jobs)
-            .where(bulk_email_jobs.c.status != "done", ~still_open)
+            .where(bulk_email_jobs.c.status.in_(RUNNING), ~still_open)
             .values(status="done", completed_at=func.now(), updated_at=func.now())
         )
         uow.commit()

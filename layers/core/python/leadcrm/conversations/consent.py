@@ -1,7 +1,9 @@
 """A lead's consent per channel (email, sms, whatsapp, call): an append-only ledger and its current state.
 
 - `lead_consent_events` is the ledger: every grant and revocation with its legal basis, source (staff,
-  call_outcome_dnc, unsubscribe_link, list_unsubscribe, …) and actor. Rows are never updated (a trigger
+  call_outcome_dnc, unsubscribe_link, list_unsubscribe, ses_bounce, ses_complaint, …) and actor. A
+  Permanent bounce or a complaint SES reports is a revocation with the basis `bounce` / `complaint`
+  (conversations.delivery). Rows are never updated (a trigger
   refuses it); an erase deletes them with the lead.
 - `lead_consents` is the current state, one row per lead and channel, written in the same transaction as
   the ledger row by `record_changes`, the only writer. No row means nothing was said: the channel is
@@ -46,10 +48,20 @@ class ConsentStatus(StrEnum):
 
 
 class LegalBasis(StrEnum):
+    """What staff may name: the basis of a grant (or a revocation)."""
+
     CONSENT = "consent"
     LEGITIMATE_INTEREST = "legitimate_interest"
     CONTRACT = "contract"
     LEGAL_OBLIGATION = "legal_obligation"
+
+
+class SuppressionBasis(StrEnum):
+    """Why SES's news revoked email (conversations.delivery): never chosen by staff, so never in the API's
+    input, but shown in the ledger like any basis."""
+
+    BOUNCE = "bounce"
+    COMPLAINT = "complaint"
 
 
 GRANTED = ConsentStatus.GRANTED.value
@@ -64,7 +76,7 @@ class ConsentChange:
     channel: ConsentChannel
     status: ConsentStatus
     source: str
-    legal_basis: LegalBasis | None = None  # required for a grant (the ledger's CHECK)
+    legal_basis: LegalBasis | SuppressionBasis | None = None  # required for a grant (the ledger's CHECK)
     note: str | None = None
 
 

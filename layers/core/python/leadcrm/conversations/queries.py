@@ -1,4 +1,5 @@
-"""Conversations' reads: a thread, the inbox (filtered, keyset-paged) and a thread's messages."""
+"""Conversations' reads: a thread, the inbox (filtered, keyset-paged), a thread's messages and a bulk email's
+recipients."""
 
 from __future__ import annotations
 
@@ -21,11 +22,13 @@ from leadcrm.conversations.rules.messages import (
     ConversationStatus,
     KeysetCursor,
 )
-from leadcrm.conversations.tables import conversation_messages, conversations
+from leadcrm.conversations.tables import bulk_email_jobs, bulk_email_recipients, conversation_messages, conversations
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import memberships, users
 from leadcrm.leads.tables import leads
-from leadcrm.platform.errors import NotFound
+from leadcrm.platform.errors import BadRequest, NotFound
+from leadcrm.platform.ids import parse_uuid
+from leadcrm.platform.keyset import decode_keyset, encode_keyset
 
 DEFAULT_PAGE_SIZE = 50
 
@@ -194,3 +197,60 @@ def lock_or_read_thread(
     if row is None:
         raise thread_not_found()
     return dict(row)
+
+
+# -- a bulk email's recipients ------------------------------------------------------------------------------
+
+RECIPIENT_COLUMNS = (
+    bulk_email_recipients.c.lead_id,
+    bulk_email_recipients.c.status,
+    bulk_email_recipients.c.skip_reason,
+    bulk_email_recipients.c.provider_message_id,
+    bulk_email_recipients.c.error,
+    bulk_email_recipients.c.sent_at,
+    bulk_email_recipients.c.delivery_status,
+    bulk_email_recipients.c.delivery_status_at,
+    bulk_email_recipients.c.delivery_detail,
+)
+
+
+def list_bulk_recipients(
+    conn: Connection,
+    organization_id: uuid.UUID,
+    job_id: uuid.UUID,
+    *,
+    status: str | None = None,
+    delivery_status: str | None = None,
+    limit: int = DEFAULT_PAGE_SIZE,
+    cursor: str | None = None,
+) -> Page:
+    """One bulk email's recipients with their send and delivery status, by lead id (keyset), in one
+    statement; 404 BULK_EMAIL_NOT_FOUND for another organization's job."""
+    job = conn.execute(
+        select(bulk_email_jobs.c.id).where(
+            bulk_email_jobs.c.organization_id == organization_id, bulk_email_jobs.c.id == job_id
+        )
+    ).first()
+    if job is None:
+        raise NotFound("Bulk email not found.", code="BULK_EMAIL_NOT_FOUND")
+    conditions: list[ColumnElement[bool]] = [bulk_email_recipients.c.job_id == job_id]
+    if status is not None:
+        conditions.append(bulk_email_recipients.c.status == status)
+    if delivery_status is not None:
+        conditions.append(bulk_email_recipients.c.delivery_status == delivery_status)
+    if cursor is not None:
+        (after,) = decode_keyset(cursor, 1)
+        after_id = parse_uuid(after)
+        if after_id is None:
+            raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR")
+        conditions.append(bulk_email_recipients.c.lead_id > after_id)
+    rows = conn.execute(
+        select(*RECIPIENT_COLUMNS, leads.c.name.label("lead_name"))
+        .select_from(bulk_email_recipients.join(leads, leads.c.id == bulk_email_recipients.c.lead_id))
+        .where(*conditions)
+        .order_by(bulk_email_recipients.c.lead_id)
+        .limit(limit + 1)
+    ).mappings().all()
+    items = [dict(r) for r in rows[:limit]]
+    next_cursor = encode_keyset([str(items[-1]["lead_id"])]) if len(rows) > limit else None
+    return Page(items=items, next_cursor=next_cursor)

@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
+    case,
     func,
     select,
     update,
@@ -19,6 +20,7 @@ from sqlalchemy import (
 
 from leadcrm.conversations import consent
 from leadcrm.conversations.queries import MESSAGE_COLUMNS, get_thread, lock_or_read_thread
+from leadcrm.conversations.rules.delivery import MAIL_TAG, MailRef
 from leadcrm.conversations.rules.messages import (
     Channel,
     Direction,
@@ -39,6 +41,7 @@ from leadcrm.platform.adapters import ses
 from leadcrm.platform.adapters.aws import error_code
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Forbidden
+from leadcrm.platform.ids import uuid7
 
 logger = logging.getLogger(__name__)
 
@@ -70,14 +73,7 @@ def queue_email(
     thread = lock_or_read_thread(conn, actor.organization_id, conversation_id)
     if thread["channel"] != Channel.EMAIL.value:
         raise BadRequest("Only email can be sent from this thread.", code="CHANNEL_NOT_SUPPORTED")
-    contact = _contact(conn, thread)
-    if contact.lead_id is not None:
-        if not consent.is_allowed(conn, actor.organization_id, contact.lead_id, consent.ConsentChannel.EMAIL):
-            raise Forbidden("The lead does not accept email.", code="LEAD_CHANNEL_BLOCKED", channel="email")
-    elif member_email_opted_out(contact.member_prefs):
-        raise Forbidden("The member opted out of message emails.", code="MEMBER_EMAIL_OPTED_OUT")
-    if not contact.address:
-        raise BadRequest("The contact has no email address.", code="CONTACT_HAS_NO_EMAIL")
+    contact = gated_contact(conn, thread)
 
     organization = conn.execute(
         select(organizations.c.name, organizations.c.locale).where(organizations.c.id == actor.organization_id)
@@ -93,20 +89,21 @@ def queue_email(
         .order_by(conversation_messages.c.created_at.desc(), conversation_messages.c.id.desc())
         .limit(1)
     ).scalar_one_or_none()
-    headers = {"In-Reply-To": last_inbound, "References": last_inbound} if last_inbound else {}
-    mail = ses.OutboundMail(
+    message_id = uuid7()
+    assert contact.address is not None  # gated_contact refuses a contact without one
+    mail = compose_mail(
+        message_id=message_id,
+        conversation_id=thread["id"],
         to_address=contact.address,
         subject=plan.subject,
-        text=body,
-        reply_to=reply_address(
-            mail_keys.signing_key(), AddressTarget(AddressKind.CONVERSATION, thread["id"]), mail_keys.inbound_domain()
-        ),
-        sender_name=organization.name,
-        headers=headers,
+        body=body,
+        organization_name=organization.name,
+        in_reply_to=last_inbound,
     )
     message = insert_message(
         conn,
         thread,
+        id=message_id,
         direction=Direction.OUTBOUND,
         status=MessageStatus.QUEUED,
         body=body,
@@ -122,6 +119,49 @@ def queue_email(
         lead_id=contact.lead_id,
         store_subject=plan.store,
     )
+
+def gated_contact(conn: Connection, thread: dict[str, Any]) -> Contact:
+    """The thread's contact, if it may be mailed now: a lead whose email is revoked (by staff, an
+    unsubscribe, a bounce or a complaint) → 403 LEAD_CHANNEL_BLOCKED; a member who opted out → 403
+    MEMBER_EMAIL_OPTED_OUT; no address → 400 CONTACT_HAS_NO_EMAIL."""
+    contact = _contact(conn, thread)
+    if contact.lead_id is not None:
+        if not consent.is_allowed(conn, thread["organization_id"], contact.lead_id, consent.ConsentChannel.EMAIL):
+            raise Forbidden("The lead does not accept email.", code="LEAD_CHANNEL_BLOCKED", channel="email")
+    elif member_email_opted_out(contact.member_prefs):
+        raise Forbidden("The member opted out of message emails.", code="MEMBER_EMAIL_OPTED_OUT")
+    if not contact.address:
+        raise BadRequest("The contact has no email address.", code="CONTACT_HAS_NO_EMAIL")
+    return contact
+
+
+def compose_mail(
+    *,
+    message_id: uuid.UUID,
+    conversation_id: uuid.UUID,
+    to_address: str,
+    subject: str,
+    body: str,
+    organization_name: str,
+    in_reply_to: str | None,
+) -> ses.OutboundMail:
+    """The mail of one outbound message: the thread's signed Reply-To, the organization as sender name,
+    In-Reply-To/References to the contact's last message, and the SES tag naming the message."""
+    headers = {"In-Reply-To": in_reply_to, "References": in_reply_to} if in_reply_to else {}
+    return ses.OutboundMail(
+        to_address=to_address,
+        subject=subject,
+        text=body,
+        reply_to=reply_address(
+            mail_keys.signing_key(),
+            AddressTarget(AddressKind.CONVERSATION, conversation_id),
+            mail_keys.inbound_domain(),
+        ),
+        sender_name=organization_name,
+        headers=headers,
+        tags={MAIL_TAG: MailRef.conversation(message_id).tag_value()},
+    )
+
 
 def _contact(conn: Connection, thread: dict[str, Any]) -> Contact:
     if thread["lead_id"] is not None:
@@ -162,14 +202,21 @@ def deliver(queued: QueuedEmail, send: Sender | None = None) -> Delivery:
 def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery: Delivery) -> dict[str, Any]:
     """Step 3: the outcome on the message; on success the lead's stamp and the move to contacted."""
     conn = uow.connection
+    # SES's own word that it took the mail always wins. A failure is recorded only over `queued`: an SES event
+    # that proved the mail was taken (the call timed out after SES accepted it) has already made it `sent`.
+    still_queued = conversation_messages.c.status == MessageStatus.QUEUED.value
     values: dict[str, Any] = (
         {
             "status": MessageStatus.SENT.value,
             "provider_message_id": delivery.provider_message_id,
-            "sent_at": func.now(),
+            "sent_at": func.coalesce(conversation_messages.c.sent_at, func.now()),
+            "error": None,
         }  # fmt: skip
         if delivery.sent
-        else {"status": MessageStatus.FAILED.value, "error": delivery.error}
+        else {
+            "status": case((still_queued, MessageStatus.FAILED.value), else_=conversation_messages.c.status),
+            "error": case((still_queued, delivery.error), else_=conversation_messages.c.error),
+        }
     )
     message = (
         conn.execute(
@@ -225,6 +272,13 @@ def complete_send(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Steps 2 and 3 after the caller committed step 1: (thread after, message after). `on_recorded` runs in
     the outcome's transaction (the API stores an Idempotency-Key's answer there)."""
+    if not claim_send(queued.message["id"]):
+        # Someone else holds the send (the queued sweep): its outcome is theirs to record; show it as it is.
+        with UnitOfWork() as uow:
+            return (
+                get_thread(uow.connection, actor.organization_id, queued.conversation_id),
+                read_message(uow.connection, queued.message["id"]),
+            )
     delivery = deliver(queued, send)
     with UnitOfWork() as uow:
         message = record_delivery(uow, actor, queued, delivery)
@@ -233,3 +287,27 @@ def complete_send(
             on_recorded(uow.connection, thread, message)
         uow.commit()
     return thread, message
+
+
+def claim_send(message_id: uuid.UUID) -> bool:
+    """The send claim, committed before SES is called: True for the one caller that may send this message.
+    A compare-and-set on `send_attempts`, so the API and the queued sweep can never both send it; a claimed
+    message that stays queued may have reached SES and is never sent again (conversations.queued_sweep)."""
+    with UnitOfWork() as uow:
+        claimed = uow.connection.execute(
+            update(conversation_messages)
+            .where(
+                conversation_messages.c.id == message_id,
+                conversation_messages.c.status == MessageStatus.QUEUED.value,
+                conversation_messages.c.send_attempts == 0,
+            )
+            .values(send_attempts=conversation_messages.c.send_attempts + 1, send_claimed_at=func.now())
+            .returning(conversation_messages.c.id)
+        ).first()
+        uow.commit()
+    return claimed is not None
+
+
+def read_message(conn: Connection, message_id: uuid.UUID) -> dict[str, Any]:
+    query = select(*MESSAGE_COLUMNS).where(conversation_messages.c.id == message_id)
+    return dict(conn.execute(query).mappings().one())

@@ -10,6 +10,7 @@ from sqlalchemy import (
     Index,
     Integer,
     PrimaryKeyConstraint,
+    SmallInteger,
     Table,
     Text,
     Uuid,
@@ -48,14 +49,29 @@ CONVERSATION_STATUSES = ("open", "closed")
 
 MESSAGE_DIRECTIONS = ("inbound", "outbound", "note")
 
-# queued → sent | failed for outbound mail; received for inbound; note for internal notes.
-MESSAGE_STATUSES = ("queued", "sent", "failed", "received", "note")
+# queued → sent | failed for outbound mail (unknown: the send died after it may have reached SES, never
+# re-sent); received for inbound; note for internal notes.
+MESSAGE_STATUSES = ("queued", "sent", "failed", "unknown", "received", "note")
 
-LEGAL_BASES = ("consent", "legitimate_interest", "contract", "legal_obligation")
+# What SES said after it took a mail (conversations.rules.delivery.DeliveryStatus), on messages and recipients.
+DELIVERY_STATUSES = ("delayed", "delivered", "rejected", "bounced", "complained")
 
-BULK_JOB_STATUSES = ("queued", "sending", "done")
+# `bounce` and `complaint`: a suppression SES reported (conversations.delivery), never a staff choice.
+LEGAL_BASES = ("consent", "legitimate_interest", "contract", "legal_obligation", "bounce", "complaint")
 
-BULK_RECIPIENT_STATUSES = ("pending", "sending", "sent", "failed", "skipped")
+BULK_JOB_STATUSES = ("queued", "sending", "paused", "done")
+
+BULK_RECIPIENT_STATUSES = ("pending", "sending", "sent", "failed", "unknown", "skipped")
+
+
+def delivery_columns() -> list[Column]:
+    """The delivery status SES reported, when (the event's own time), and its types (no address, no text)."""
+    return [
+        Column("delivery_status", Text),
+        Column("delivery_status_at", DateTime(timezone=True)),
+        Column("delivery_detail", JSONB),
+    ]
+
 
 # One thread per (organization, channel, contact): contact_key is `lead:<id>` or `member:<membership id>`,
 # the spec's externalContactId, so a find-or-create is one INSERT … ON CONFLICT on it.
@@ -108,11 +124,23 @@ conversation_messages = Table(
     Column("in_reply_to", Text),
     Column("error", Text),
     Column("sent_at", DateTime(timezone=True)),
+    *delivery_columns(),
+    # The send claim, committed just before SES is called (conversations.sending): a queued message with
+    # no attempt never reached SES and may be retried once; one with an attempt may have, and is not.
+    Column("send_attempts", SmallInteger, nullable=False, server_default=text("0")),
+    Column("send_claimed_at", DateTime(timezone=True)),
     created_at_column(),
     CheckConstraint(one_of("direction", MESSAGE_DIRECTIONS), name="direction"),
     CheckConstraint(one_of("channel", CONVERSATION_CHANNELS), name="channel"),
     CheckConstraint(one_of("status", MESSAGE_STATUSES), name="status"),
+    CheckConstraint(one_of("delivery_status", DELIVERY_STATUSES), name="delivery_status"),
     Index("ix_conversation_messages_conversation_created", "conversation_id", "created_at", "id"),
+    Index(
+        "ix_conversation_messages_provider_message_id",
+        "provider_message_id",
+        postgresql_where=text("provider_message_id IS NOT NULL"),
+    ),
+    Index("ix_conversation_messages_queued", "created_at", postgresql_where=text("status = 'queued'")),
     Index(
         "uq_conversation_messages_inbound_external_id",
         "channel",
@@ -158,6 +186,10 @@ bulk_email_jobs = Table(
     Column("audience", JSONB, nullable=False),
     Column("status", Text, nullable=False, server_default="queued"),
     Column("completed_at", DateTime(timezone=True)),
+    # A job pauses itself (conversations.delivery): `bounce_rate`, with the figures that passed the threshold.
+    Column("paused_at", DateTime(timezone=True)),
+    Column("pause_reason", Text),
+    Column("pause_detail", JSONB),
     created_at_column(),
     updated_at_column(),
     CheckConstraint(one_of("status", BULK_JOB_STATUSES), name="status"),
@@ -179,7 +211,28 @@ bulk_email_recipients = Table(
     Column("provider_message_id", Text),
     Column("error", Text),
     Column("sent_at", DateTime(timezone=True)),
+    *delivery_columns(),
     CheckConstraint(one_of("status", BULK_RECIPIENT_STATUSES), name="status"),
+    CheckConstraint(one_of("delivery_status", DELIVERY_STATUSES), name="delivery_status"),
     PrimaryKeyConstraint("job_id", "lead_id", name="pk_bulk_email_recipients"),
     Index("ix_bulk_email_recipients_pending", "job_id", "lead_id", postgresql_where=text("status = 'pending'")),
+    Index(
+        "ix_bulk_email_recipients_provider_message_id",
+        "provider_message_id",
+        postgresql_where=text("provider_message_id IS NOT NULL"),
+    ),
+)
+
+# The SES events applied (conversations.delivery), one row each, in the event's transaction: the key is SES's
+# message id, the event type and the event's own timestamp, so a redelivered or replayed event is a no-op.
+ses_delivery_events = Table(
+    "ses_delivery_events",
+    metadata,
+    Column("ses_message_id", Text, nullable=False),
+    Column("event_type", Text, nullable=False),
+    Column("occurred_at", DateTime(timezone=True), nullable=False),
+    org_column(),
+    Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("ses_message_id", "event_type", "occurred_at", name="pk_ses_delivery_events"),
+    Index("ix_ses_delivery_events_received_at", "received_at"),
 )

@@ -18,8 +18,10 @@ database transaction open and never loses the message:
    contacted, best-effort), or `failed` with the error, and nothing else changed (spec "Notification
    fails": the failure is kept and shown in the thread and on the lead's timeline).
 
-A message left `queued` (the function died between 1 and 3) is visible as such; it is not re-sent, as a
-duplicate mail is worse than a visible unsent one.
+Between 1 and 2 the send is claimed (`send_attempts`, committed): a message left `queued` (the function died
+between 1 and 3) is resolved by the queued sweep (conversations.queued_sweep): retried once when it was
+never claimed, else `unknown` unless an SES event proves SES took it. Never mailed twice: a duplicate mail is
+worse than a visible unsent one.
 """
 
 from __future__ import annotations
@@ -201,11 +203,11 @@ def add_note(conn: Connection, actor: Actor, conversation_id: uuid.UUID, body: s
 def insert_message(conn: Connection, thread: dict[str, Any], **values: Any) -> dict[str, Any]:
     for name in ("direction", "status"):
         values[name] = values[name].value
+    values.setdefault("id", uuid7())  # a sender names the id first: its mail's SES tag carries it
     row = (
         conn.execute(
             insert(conversation_messages)
             .values(
-                id=uuid7(),
                 organization_id=thread["organization_id"],
                 conversation_id=thread["id"],
                 channel=thread["channel"],

@@ -1,16 +1,16 @@
 """The pseudonym master key and the dedup lookup by token (leads.rules.pseudonyms makes the tokens).
 
 The key is read from Secrets Manager (PSEUDONYM_SECRET_ARN, a secret whose string is the key, or JSON
-{"key": …}) or, locally and in tests, from PSEUDONYM_KEY; it is cached for five minutes. Without either,
-pseudonymization is refused (503) and dedup simply has no tokens to compare: a missing key never falls
-back to a known one.
+{"key": …}) through Powertools Parameters, kept for MAX_AGE_SECONDS; or, locally and in tests, from
+PSEUDONYM_KEY. Without either, pseudonymization is refused (503) and dedup simply has no tokens to compare:
+a missing key never falls back to a known one. (The functions that read it require one of the two at cold
+start in Lambda: leadcrm.platform.environment.PSEUDONYM_KEY.)
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 import uuid
 from dataclasses import dataclass
 
@@ -20,38 +20,34 @@ from leadcrm.directory.rules import phone_region
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.rules.pseudonyms import Tokens, tokens_for
 from leadcrm.leads.tables import lead_pseudonyms, leads
+from leadcrm.platform.adapters.secrets import CachedSecrets
 
-CACHE_SECONDS = 300
+MAX_AGE_SECONDS = 300
 
-_cached: tuple[float, bytes | None] | None = None
+_secret = CachedSecrets(MAX_AGE_SECONDS)
 
 
 def master_key() -> bytes | None:
-    global _cached
-    now = time.monotonic()
-    if _cached is not None and now - _cached[0] < CACHE_SECONDS:
-        return _cached[1]
     arn = os.environ.get("PSEUDONYM_SECRET_ARN")
-    key: bytes | None = None
     if arn:
-        from leadcrm.platform.adapters.aws import client
+        return key_from_secret(_secret.get(arn))
+    local = os.environ.get("PSEUDONYM_KEY")
+    return local.encode() if local else None
 
-        secret = client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
-        try:
-            parsed = json.loads(secret)
-        except ValueError:
-            parsed = secret
-        value = parsed.get("key") if isinstance(parsed, dict) else parsed
-        key = str(value).encode() if value else None
-    elif os.environ.get("PSEUDONYM_KEY"):
-        key = os.environ["PSEUDONYM_KEY"].encode()
-    _cached = (now, key)
-    return key
+
+def key_from_secret(secret: str) -> bytes | None:
+    """The key a secret string holds: the string itself, or the `key` of a JSON object; None when empty."""
+    try:
+        parsed = json.loads(secret)
+    except ValueError:
+        parsed = secret
+    value = parsed.get("key") if isinstance(parsed, dict) else parsed
+    return str(value).encode() if value else None
 
 
 def forget() -> None:
-    global _cached
-    _cached = None
+    """Drop the cached key (tests switch keys and environments between runs)."""
+    _secret.forget()
 
 
 def person_tokens(

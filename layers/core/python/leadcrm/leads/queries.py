@@ -188,6 +188,7 @@ def _timeline_statement() -> Select:
         "channel", conversation_messages.c.channel,
         "direction", conversation_messages.c.direction,
         "status", conversation_messages.c.status,
+        "deliveryStatus", conversation_messages.c.delivery_status,
         "subject", conversation_messages.c.subject,
         "preview", func.left(conversation_messages.c.body, 200),
     )  # fmt: skip

@@ -1,8 +1,8 @@
 """Fixed-window throttling of public endpoints, counted in PostgreSQL (`rate_limit_counters`).
 
 Every Lambda instance sees the same counters, so the limit holds however far the function scales out. A
-counter is one row per (bucket, one-minute window), bumped by one upsert; old windows are deleted by the
-scheduled `rate_limit_cleanup` job.
+counter is one row per (bucket, one-minute window), bumped by one upsert; windows that started over an hour
+ago are deleted by the scheduled `retention_cleanup` job (RETENTION).
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import os
 import uuid
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, func
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.leads.rules.intake import over_limit, rate_window_start, retry_after_seconds
 from leadcrm.leads.tables import rate_limit_counters
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import AppError
+from leadcrm.platform.retention import Retention
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +27,12 @@ CAPTURE_LIMIT_PER_ORG_ENV = "CAPTURE_LIMIT_PER_ORG_PER_MINUTE"
 DEFAULT_CAPTURE_LIMIT_PER_IP = 10
 DEFAULT_CAPTURE_LIMIT_PER_ORG = 300
 COUNTERS_KEPT_FOR = timedelta(hours=1)
+RETENTION = Retention(
+    rate_limit_counters,
+    rate_limit_counters.c.window_start,
+    COUNTERS_KEPT_FOR,
+    "a counter only matters during its one-minute window",
+)
 
 
 def clock() -> datetime:
@@ -86,13 +92,3 @@ def count_capture(source_ip: str | None, organization_id: uuid.UUID | None) -> N
     if refused:
         logger.info("public capture throttled", extra={"buckets": [b.split(":")[1] for b in refused]})
         raise RateLimited(retry_after_seconds(window_start, now))
-
-
-def delete_expired_counters() -> dict[str, int]:
-    """The scheduled `rate_limit_cleanup` job: drop counters of windows that ended over an hour ago."""
-    with UnitOfWork() as uow:
-        deleted = uow.connection.execute(
-            delete(rate_limit_counters).where(rate_limit_counters.c.window_start < func.now() - COUNTERS_KEPT_FOR)
-        ).rowcount
-        uow.commit()
-    return {"deleted": deleted}

@@ -13,7 +13,9 @@ once the cause is gone can still succeed. An error this module cannot name is tr
 message costs a few deliveries, rejecting one we should not have loses it.
 
 Every consumer (task_lifecycle, ingestion, graph_fetch) wraps its record handler in `rejecting_permanent`,
-so the rule is this one module. It imports neither SQLAlchemy nor botocore: an error of theirs can only exist
+so the rule is this one module; the same wrapper makes the record's message id the correlation id of every
+log line written while it is handled (telemetry.correlated). It imports neither SQLAlchemy nor botocore: an
+error of theirs can only exist
 once they are loaded, so it looks them up in sys.modules (graph_fetch and the webhook receiver load no ORM).
 """
 
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from leadcrm.platform.errors import AppError
+from leadcrm.platform.telemetry import correlated
 
 logger = logging.getLogger(__name__)
 
@@ -155,18 +158,19 @@ def rejecting_permanent(function: str, message_id: Callable[[Any], str | None]) 
     def decorate(handler: F) -> F:
         @functools.wraps(handler)
         def record_handler(record: Any, **kwargs: Any) -> Any:
-            try:
-                return handler(record, **kwargs)
-            except Exception as error:
-                failure = classify(error)
-                if failure.transient:
-                    logger.warning(
-                        "message failed; retried",
-                        extra={"function": function, "messageId": message_id(record), "detail": failure.detail},
-                    )
-                    raise
-                record_rejection(function, message_id(record), failure, error)
-                return {"rejected": failure.reason}
+            with correlated(message_id(record)):
+                try:
+                    return handler(record, **kwargs)
+                except Exception as error:
+                    failure = classify(error)
+                    if failure.transient:
+                        logger.warning(
+                            "message failed; retried",
+                            extra={"function": function, "messageId": message_id(record), "detail": failure.detail},
+                        )
+                        raise
+                    record_rejection(function, message_id(record), failure, error)
+                    return {"rejected": failure.reason}
 
         return record_handler  # type: ignore[return-value]
 

@@ -3,6 +3,9 @@
 The key is claimed by an INSERT in the same transaction as the write it protects. A concurrent request
 with the same key blocks on that row until the first commits (then replays it) or rolls back (then
 claims it itself), so two racing requests never both create.
+
+A stored answer is replayed for at least REPLAY_WINDOW (24 hours, as Stripe and the IETF draft's examples
+keep keys); the `retention_cleanup` job deletes it after that, and the key may then start a new request.
 """
 
 from __future__ import annotations
@@ -10,15 +13,24 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.platform.errors import BadRequest, Unprocessable
+from leadcrm.platform.retention import Retention
 from leadcrm.platform.tables import idempotency_keys
 
 MAX_KEY_LENGTH = 255
+REPLAY_WINDOW = timedelta(hours=24)
+RETENTION = Retention(
+    idempotency_keys,
+    idempotency_keys.c.created_at,
+    REPLAY_WINDOW,
+    "a client retries within minutes; a day covers an offline device and a retried job",
+)
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,30 @@
 """What signed mail addresses need: the HMAC keys, the inbound domain and the public API URL.
 
 Keys: `EMAIL_SIGNING_SECRET_ARN` (Secrets Manager; the secret string is JSON `{"keys": ["…", …]}` or one
-key as plain text) in AWS, read once and cached for five minutes so a rotation reaches warm containers;
-`EMAIL_SIGNING_KEYS` (comma-separated) otherwise. The first key signs, every key verifies: to rotate, put
-the new key first and keep the old one until mail signed with it no longer gets replies.
+key as plain text) in AWS, read through Powertools Parameters and kept for MAX_AGE_SECONDS so a rotation
+reaches warm containers within five minutes; `EMAIL_SIGNING_KEYS` (comma-separated) otherwise. The first
+key signs, every key verifies: to rotate, put the new key first and keep the old one until mail signed
+with it no longer gets replies.
 
 Outside Lambda, with neither set (the local stack, tests), a fixed development key is used. Inside Lambda
-that would let anyone forge replies, so there it is an error instead.
+that would let anyone forge replies, so there it is an error instead (and the functions that sign mail
+refuse to start without one: leadcrm.platform.environment.EMAIL_SIGNING_KEY).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
-import time
+
+from leadcrm.platform.adapters.secrets import CachedSecrets
+from leadcrm.platform.environment import in_lambda
 
 LOCAL_SIGNING_KEY = b"leadcrm-local-email-signing-key"
 DEFAULT_INBOUND_DOMAIN = "mail.leadcrm.local"
 DEFAULT_PUBLIC_API_URL = "http://127.0.0.1:8000"
-CACHE_SECONDS = 300
+MAX_AGE_SECONDS = 300
 
-_lock = threading.Lock()
-_cached: tuple[float, tuple[bytes, ...]] | None = None
+_secret = CachedSecrets(MAX_AGE_SECONDS)
 
 
 def inbound_domain() -> str:
@@ -36,15 +38,15 @@ def public_api_url() -> str:
 
 def signing_keys() -> tuple[bytes, ...]:
     """The keys, the signing one first; never empty."""
-    global _cached
-    now = time.monotonic()
-    cached = _cached
-    if cached is not None and now - cached[0] < CACHE_SECONDS:
-        return cached[1]
-    with _lock:
-        keys = _load_keys()
-        _cached = (now, keys)
-        return keys
+    arn = os.environ.get("EMAIL_SIGNING_SECRET_ARN")
+    if arn:
+        return _keys_from_secret(_secret.get(arn))
+    listed = [k.strip() for k in (os.environ.get("EMAIL_SIGNING_KEYS") or "").split(",") if k.strip()]
+    if listed:
+        return tuple(k.encode() for k in listed)
+    if in_lambda():
+        raise RuntimeError("EMAIL_SIGNING_SECRET_ARN or EMAIL_SIGNING_KEYS must be set in Lambda")
+    return (LOCAL_SIGNING_KEY,)
 
 
 def signing_key() -> bytes:
@@ -52,25 +54,8 @@ def signing_key() -> bytes:
 
 
 def forget() -> None:
-    """Drop the cached keys (tests change the environment between runs)."""
-    global _cached
-    with _lock:
-        _cached = None
-
-
-def _load_keys() -> tuple[bytes, ...]:
-    arn = os.environ.get("EMAIL_SIGNING_SECRET_ARN")
-    if arn:
-        from leadcrm.platform.adapters.aws import client
-
-        secret = client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"]
-        return _keys_from_secret(secret)
-    listed = [k.strip() for k in (os.environ.get("EMAIL_SIGNING_KEYS") or "").split(",") if k.strip()]
-    if listed:
-        return tuple(k.encode() for k in listed)
-    if os.environ.get("AWS_LAMBDA_FUNCTION_NAME"):
-        raise RuntimeError("EMAIL_SIGNING_SECRET_ARN or EMAIL_SIGNING_KEYS must be set in Lambda")
-    return (LOCAL_SIGNING_KEY,)
+    """Drop the cached secret (tests change the environment between runs)."""
+    _secret.forget()
 
 
 def _keys_from_secret(secret: str) -> tuple[bytes, ...]:

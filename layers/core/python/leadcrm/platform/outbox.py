@@ -14,6 +14,7 @@ from leadcrm.platform.adapters import eventbridge
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.events import DomainEvent
+from leadcrm.platform.retention import Retention
 from leadcrm.platform.tables import outbox
 
 logger = logging.getLogger(__name__)
@@ -27,6 +28,16 @@ RELAY_BUDGET_SECONDS = 20.0
 # consumers are not told, whatever the cause (bus outage, relay failing, rows stuck on one error).
 METRICS_NAMESPACE = "LeadCRM"
 BACKLOG_AGE_METRIC = "OutboxOldestUnpublishedAgeSeconds"
+# How much each run did, as counts per run (0 included).
+PUBLISHED_METRIC = "OutboxEventsRelayed"
+FAILED_METRIC = "OutboxRelayFailures"
+# A published row is kept a week, for looking back at what was sent (consumers deduplicate on their own
+# natural keys, never on this table); the `retention_cleanup` job deletes it after. Unpublished rows have no
+# published_at and are never deleted.
+PUBLISHED_KEPT_FOR = timedelta(days=7)
+RETENTION = Retention(
+    outbox, outbox.c.published_at, PUBLISHED_KEPT_FOR, "what was published, for a week of looking back"
+)
 
 
 def publish_committed(events: Sequence[DomainEvent]) -> None:
@@ -54,7 +65,9 @@ def relay_unpublished(
         if len(result.published) + len(result.failed) < batch or result.failed:
             break  # drained, or the bus is failing: the next run tries again
     backlog_age = oldest_unpublished_age_seconds()
-    _publish_backlog_age(backlog_age)
+    _publish(BACKLOG_AGE_METRIC, backlog_age, MetricUnit.Seconds)
+    _publish(PUBLISHED_METRIC, totals["published"], MetricUnit.Count)
+    _publish(FAILED_METRIC, totals["failed"], MetricUnit.Count)
     logger.info("outbox relay", extra={**totals, "oldestUnpublishedAgeSeconds": backlog_age})
     return totals
 
@@ -68,15 +81,13 @@ def oldest_unpublished_age_seconds() -> float:
     return max(float(age), 0.0) if age is not None else 0.0
 
 
-def _publish_backlog_age(age_seconds: float) -> None:
+def _publish(metric: str, value: float, unit: MetricUnit) -> None:
     """One EMF line; a value every run (0 included), so a relay that stops reporting is seen too."""
     try:
-        with single_metric(
-            name=BACKLOG_AGE_METRIC, unit=MetricUnit.Seconds, value=age_seconds, namespace=METRICS_NAMESPACE
-        ):
+        with single_metric(name=metric, unit=unit, value=value, namespace=METRICS_NAMESPACE):
             pass
     except Exception:  # measuring must never fail the relay
-        logger.warning("metric not emitted", extra={"metric": BACKLOG_AGE_METRIC})
+        logger.warning("metric not emitted", extra={"metric": metric})
 
 
 def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:

@@ -35,6 +35,7 @@ class MessageStatus(StrEnum):
     QUEUED = "queued"
     SENT = "sent"
     FAILED = "failed"
+    UNKNOWN = "unknown"  # the send died after it may have reached SES: never re-sent (conversations.queued_sweep)
     RECEIVED = "received"
     NOTE = "note"
 

@@ -1,6 +1,7 @@
 """boto3 clients, created on first use and reused for the life of the container.
 
-boto3 is imported here and only here, on first use, so a function that never calls AWS never pays for it.
+boto3 is imported here and only here, on first use, so a function that never calls AWS never pays for it
+(and the region comes from `leadcrm.platform.environment`, so the receivers outside the VPC load no pydantic).
 A client honours AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_<SERVICE>, which is how the local stack and the tests
 point every client at moto.
 """
@@ -23,14 +24,12 @@ def client(service: str) -> Any:
             import boto3
             from botocore.config import Config
 
-            from leadcrm.platform.config import get_settings
+            from leadcrm.platform.environment import aws_region
 
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
             if service == "s3":  # presigned URLs (CSV uploads) signed with SigV4, as every region accepts
                 config = config.merge(Config(signature_version="s3v4"))
-            _clients[service] = boto3.session.Session().client(
-                service, region_name=get_settings().region, config=config
-            )
+            _clients[service] = boto3.session.Session().client(service, region_name=aws_region(), config=config)
         return _clients[service]
 
 

@@ -1,4 +1,8 @@
-"""Messages to the ingestion queue (CSV import jobs to run or continue) and to the graph-fetch queue."""
+"""Messages to the ingestion queue (CSV import jobs to run or continue) and to the graph-fetch queue.
+
+The URLs are read when a message is sent (INGESTION_QUEUE_URL, GRAPH_FETCH_QUEUE_URL); the functions that
+send check them at cold start (`leadcrm.platform.environment`). graph_fetch imports this module: no pydantic.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,10 @@ import os
 from typing import Any
 
 from leadcrm.platform.adapters.aws import client
-from leadcrm.platform.config import get_settings
 
 
 def enqueue(kind: str, payload: dict[str, Any]) -> str:
-    url = get_settings().ingestion_queue_url
+    url = os.environ.get("INGESTION_QUEUE_URL")
     if not url:
         raise RuntimeError("INGESTION_QUEUE_URL is not set")
     response = client("sqs").send_message(

@@ -3,24 +3,23 @@
 The secret's name follows from the account alone (`<prefix><provider>/<external account id>`, e.g.
 `leadcrm/integrations/meta_lead_ads/<page id>`): one account has at most one active connection (a unique
 index), and the graph_fetch function, which has no database, finds a page's token by the page id of the
-delivery. The database keeps only the secret's ARN. Reads are cached for a few minutes per name (a
-reconnect writes a new value; a stale token merely fails the Graph call, and the message is retried).
+delivery. The database keeps only the secret's ARN. Reads go through Powertools Parameters and are kept for
+MAX_AGE_SECONDS (a reconnect writes a new value; a stale token merely fails the Graph call, and the message
+is retried); this process forgets what it cached whenever it writes or deletes a token.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 
 from leadcrm.platform.adapters.aws import client
+from leadcrm.platform.adapters.secrets import CachedSecrets, SecretNotFound
 
 DEFAULT_PREFIX = "leadcrm/integrations/"
-CACHE_SECONDS = 300
+MAX_AGE_SECONDS = 300
 
-_cache: dict[str, tuple[float, str]] = {}
-_lock = threading.Lock()
+_tokens = CachedSecrets(MAX_AGE_SECONDS)
 
 
 def secret_prefix() -> str:
@@ -50,57 +49,30 @@ def store_access_token(provider: str, external_account_id: str, access_token: st
         # The name is still scheduled for deletion (a disconnect a moment ago): bring it back, then write.
         secretsmanager.restore_secret(SecretId=name)
         response = secretsmanager.put_secret_value(SecretId=name, SecretString=value)
-    _forget(name)
+    _tokens.forget()
     return str(response["ARN"])
 
 
 def read_account_token(provider: str, external_account_id: str) -> str | None:
     """The account's token, or None when it has no secret (never connected, or disconnected)."""
-    secretsmanager = client("secretsmanager")
     try:
         return read_access_token(secret_name(provider, external_account_id))
-    except secretsmanager.exceptions.ResourceNotFoundException:
+    except SecretNotFound:
         return None
 
 
 def read_access_token(secret_id: str) -> str:
-    """The token of a secret (name or ARN), cached for CACHE_SECONDS. A missing secret is not cached, so a
-    page connected a moment ago is served at once."""
-    now = time.monotonic()
-    with _lock:
-        cached = _cache.get(secret_id)
-    if cached is not None and now - cached[0] < CACHE_SECONDS:
-        return cached[1]
-    value = client("secretsmanager").get_secret_value(SecretId=secret_id)["SecretString"]
-    token = str(json.loads(value)["accessToken"])
-    with _lock:
-        _cache[secret_id] = (now, token)
-    return token
+    """The token of a secret (name or ARN), kept for MAX_AGE_SECONDS. SecretNotFound when there is none; a
+    missing secret is not cached, so a page connected a moment ago is served at once."""
+    return str(json.loads(_tokens.get(secret_id))["accessToken"])
 
 
 def delete_access_token(secret_arn: str) -> None:
     """Gone at once, without a recovery window: a disconnected page's token must not linger anywhere."""
     client("secretsmanager").delete_secret(SecretId=secret_arn, ForceDeleteWithoutRecovery=True)
-    _forget(secret_arn)
-
-
-def _forget(secret_id: str) -> None:
-    """Drop a cached token by name or ARN (the cache of this process; others expire within CACHE_SECONDS)."""
-    name = _name_of(secret_id)
-    with _lock:
-        for key in [k for k in _cache if _same_secret(_name_of(k), name)]:
-            _cache.pop(key, None)
-
-
-def _name_of(secret_id: str) -> str:
-    """The name part of an ARN (with the 6-character suffix Secrets Manager appends), or the name itself."""
-    return secret_id.split(":secret:", 1)[-1]
-
-
-def _same_secret(a: str, b: str) -> bool:
-    return a == b or a.startswith(f"{b}-") or b.startswith(f"{a}-")
+    _tokens.forget()
 
 
 def forget_cached_tokens() -> None:
-    with _lock:
-        _cache.clear()
+    """Drop this process's cached tokens (others expire within MAX_AGE_SECONDS)."""
+    _tokens.forget()

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, ExceptionContext, make_url
 
 from leadcrm.platform.config import DatabaseSettings, get_settings
+from leadcrm.platform.db import statements
 from leadcrm.platform.db.storable import storable_json, storable_parameters
 
 _engine: Engine | None = None
@@ -74,6 +75,9 @@ def build_engine(settings: DatabaseSettings) -> Engine:
     event.listen(engine, "handle_error", discard_unless_the_server_answered)
     # No NUL reaches PostgreSQL, whatever the column (storable.py).
     event.listen(engine, "before_cursor_execute", storable_parameters, retval=True)
+    # Every statement counted (and timed) for the request log line and the unit of work's trace (statements.py).
+    event.listen(engine, "before_cursor_execute", statements.before_cursor_execute)
+    event.listen(engine, "after_cursor_execute", statements.after_cursor_execute)
     return engine
 
 

@@ -1,5 +1,6 @@
 """How a transaction ends, for the unit of work and for work without events (`transaction()`): the connection
-goes back to the pool only in a state known to be clean (DESIGN.md: one request can never hurt another)."""
+goes back to the pool only in a state known to be clean (DESIGN.md: one request can never hurt another).
+Each is traced as one subsegment in Lambda (statements.traced_unit)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from contextlib import contextmanager
 from sqlalchemy import Connection, Engine
 
 from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.db.statements import traced_unit
 from leadcrm.platform.errors import AppError
 
 
@@ -39,12 +41,13 @@ def end_transaction(connection: Connection, exc: BaseException | None, *, commit
 def transaction(engine: Engine | None = None) -> Iterator[Connection]:
     """`engine.begin()` for work that needs no events (jobs' batches, the outbox's own stamps): commits when
     the block ends, rolls back and invalidates the connection like a UnitOfWork when it raises."""
-    connection = (engine or get_engine()).connect()
-    connection.begin()
-    try:
-        yield connection
-        connection.commit()
-    except BaseException as error:
-        end_transaction(connection, error, committed=False)
-        raise
-    connection.close()
+    with traced_unit("## transaction"):
+        connection = (engine or get_engine()).connect()
+        connection.begin()
+        try:
+            yield connection
+            connection.commit()
+        except BaseException as error:
+            end_transaction(connection, error, committed=False)
+            raise
+        connection.close()

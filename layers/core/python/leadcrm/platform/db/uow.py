@@ -4,12 +4,16 @@ On commit the events are written to the outbox in the same transaction, so a lea
 either both exist or neither does. After the commit they are handed to the publisher (up to
 INLINE_PUBLISH_LIMIT of them); an event the publisher could not deliver, or did not try, stays unpublished
 in the outbox and the relay job sends it later.
+
+In Lambda a unit of work is one trace subsegment, `## unit of work`, with its statement count and time
+(statements.traced_unit); publishing after the commit is outside it (its PutEvents calls are their own).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from types import TracebackType
 
 from sqlalchemy import Connection, DateTime, Engine, Insert, Text, Uuid, insert, select
@@ -17,6 +21,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.statements import traced_unit
 from leadcrm.platform.db.transactions import end_transaction
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.tables import outbox
@@ -60,17 +65,26 @@ class UnitOfWork:
         self._publisher = publisher
         self._events: list[DomainEvent] = []
         self._committed = False
+        self._trace = ExitStack()
         self.connection: Connection
 
     def __enter__(self) -> UnitOfWork:
-        self.connection = (self._engine or get_engine()).connect()
-        self.connection.begin()
+        self._trace.enter_context(traced_unit("## unit of work"))
+        try:
+            self.connection = (self._engine or get_engine()).connect()
+            self.connection.begin()
+        except BaseException as failed:  # no connection: the subsegment still ends, with the error
+            self._trace.__exit__(type(failed), failed, failed.__traceback__)
+            raise
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        end_transaction(self.connection, exc, committed=self._committed)
+        try:
+            end_transaction(self.connection, exc, committed=self._committed)
+        finally:
+            self._trace.__exit__(exc_type, exc, tb)
         if self._committed and self._events and exc_type is None:
             self._publish_after_commit()
 

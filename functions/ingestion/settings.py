@@ -1,0 +1,33 @@
+"""What the ingestion function needs from its environment, checked once at cold start (ingestion/__init__.py).
+
+Typed: the database (DATABASE_URL or DB_*) and the event bus (leadcrm.platform.config). Present: the
+variables below. The stack sets each on this function (tests/infra/platform/test_infra_settings.py).
+"""
+
+from __future__ import annotations
+
+from leadcrm.platform.config import check_settings
+from leadcrm.platform.environment import (
+    EMAIL_SIGNING_KEY,
+    GRAPH_FETCH_QUEUE_URL,
+    INBOUND_EMAIL_DOMAIN,
+    INGESTION_QUEUE_URL,
+    LEAD_IMPORTS_BUCKET,
+    PSEUDONYM_KEY,
+    WEBHOOK_BODIES_BUCKET,
+)
+
+REQUIRED = (
+    INGESTION_QUEUE_URL,
+    GRAPH_FETCH_QUEUE_URL,
+    LEAD_IMPORTS_BUCKET,
+    WEBHOOK_BODIES_BUCKET,
+    EMAIL_SIGNING_KEY,
+    INBOUND_EMAIL_DOMAIN,
+    PSEUDONYM_KEY,
+)
+
+
+def check() -> None:
+    """SettingsError naming every variable that is missing or invalid."""
+    check_settings("ingestion", required=REQUIRED)
