@@ -141,8 +141,11 @@ def test_the_openapi_document_is_served(local_stack: LocalStackClient) -> None:
 def test_a_signed_meta_webhook_is_accepted_and_drained_and_a_forged_one_refused(
     local_stack: LocalStackClient,
 ) -> None:
+    # A page no organization connected: the session's stack is shared with the fuzz suites, which may connect
+    # any page id they draw (then graph_fetch would retry this leadgen against a token Graph refuses).
+    page_id = f"unconnected-{uuid.uuid4().hex}"
     body = json.dumps(
-        {"object": "page", "entry": [{"id": "1", "changes": [{"field": "leadgen", "value": {"leadgen_id": "9"}}]}]}
+        {"object": "page", "entry": [{"id": page_id, "changes": [{"field": "leadgen", "value": {"leadgen_id": "9"}}]}]}
     )
     signature = "sha256=" + hmac.new(b"local-app-secret", body.encode(), hashlib.sha256).hexdigest()
 
