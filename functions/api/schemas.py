@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import date, datetime
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, EmailStr, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, EmailStr, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from api.fields import refuse_nul
@@ -30,6 +30,23 @@ class OutModel(BaseModel):
     """A response body: camelCase out, and columns the client does not see are simply left out."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class PeriodOut(OutModel):
+    """The period the figures cover: the organization's local days `from`..`to` (both included), as instants
+    (leadcrm.platform.periods: the one way every report takes and answers a period)."""
+
+    from_: date | None = Field(default=None, alias="from")
+    to: date | None = None
+    timezone: str
+    starts_at: datetime | None
+    ends_at: datetime | None
+
+
+def assignee_from(column: str) -> Any:
+    """The person responsible is `assigneeUserId` on every record the API answers, whatever its table calls
+    the column (`leads.assigned_to_user_id`, `deals.owner_user_id` …): read from either, written as one."""
+    return Field(validation_alias=AliasChoices("assigneeUserId", "assignee_user_id", column))
 
 
 class LeadSource(StrEnum):
@@ -56,7 +73,7 @@ class CreateLeadBody(CamelModel):
     # A live campaign hook of this organization (400 CAMPAIGN_NOT_FOUND otherwise).
     campaign_id: uuid.UUID | None = None
     # An active staff member of this organization (400 ASSIGNEE_NOT_STAFF otherwise).
-    assigned_to_user_id: uuid.UUID | None = None
+    assignee_user_id: uuid.UUID | None = None
 
     @model_validator(mode="after")
     def _someone_to_contact(self) -> CreateLeadBody:
@@ -90,7 +107,7 @@ class Lead(OutModel):
     pipeline_id: uuid.UUID
     stage_id: uuid.UUID
     campaign_id: uuid.UUID | None
-    assigned_to_user_id: uuid.UUID | None
+    assignee_user_id: uuid.UUID | None = assignee_from("assigned_to_user_id")
     is_test: bool
     archived_at: datetime | None
     trial_date: datetime | None

@@ -29,8 +29,8 @@ from api.analytics.schemas_analytics import (
     StageTimeOut,
     StatusCount,
 )
-from api.fields import Day
 from api.http import caller
+from api.params import FromDay, ToDay
 from api.schemas import Envelope
 from leadcrm.analytics import reports as analytics
 from leadcrm.analytics.attribution_report import attribution_report
@@ -42,8 +42,6 @@ from leadcrm.platform.db.uow import UnitOfWork
 router = APIGatewayHttpRouter()
 
 TAGS = ["Analytics"]
-FromDay = Annotated[Day | None, Query(alias="from", description="first local day of the period (YYYY-MM-DD)")]
-ToDay = Annotated[Day | None, Query(description="last local day of the period, included (YYYY-MM-DD)")]
 RESPONSE_COUNTED = (
     "leads.first_human_response_at - leads.created_at: the first touch a staff member logged on the lead "
     "(never an automatic acknowledgement, an auto-task or a system event); leads not yet answered are counted "

@@ -11,19 +11,9 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from api.fields import Day, Omittable
-from api.schemas import CamelModel, OutModel
+from api.schemas import CamelModel, OutModel, PeriodOut
 
 # -- reads ------------------------------------------------------------------------------------------------
-
-
-class PeriodOut(OutModel):
-    """The period the figures cover: the organization's local days `from`..`to` (both included), as instants."""
-
-    from_: date | None = Field(default=None, alias="from")
-    to: date | None = None
-    timezone: str
-    starts_at: datetime | None
-    ends_at: datetime | None
 
 
 class SourceCount(OutModel):

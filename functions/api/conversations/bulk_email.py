@@ -21,11 +21,13 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.conversations.schemas_conversations import BulkAudience, BulkEmailBody, BulkEmailJob, BulkRecipient
 from api.http import caller, entity_id, json_response
+from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize, assignee_of
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.conversations import bulk_email, queries
 from leadcrm.conversations.rules.delivery import DeliveryStatus
 from leadcrm.conversations.rules.reply_addresses import parse_unsubscribe_token
 from leadcrm.directory.access import require_staff
+from leadcrm.directory.rules import Actor
 from leadcrm.leads.rules.listing import LeadListFilters, parse_search, unique
 from leadcrm.platform import mail_keys
 from leadcrm.platform.db.uow import UnitOfWork
@@ -36,7 +38,7 @@ TAGS = ["Bulk email"]
 HTML = "text/html; charset=utf-8"
 
 
-def audience_of(body: BulkAudience) -> bulk_email.Audience:
+def audience_of(body: BulkAudience, actor: Actor) -> bulk_email.Audience:
     stage_ids = unique([*(body.stage_ids or []), *([body.stage_id] if body.stage_id else [])])
     filters = LeadListFilters(
         statuses=tuple(s.value for s in unique(body.statuses)),
@@ -45,7 +47,7 @@ def audience_of(body: BulkAudience) -> bulk_email.Audience:
         tag_ids=unique(body.include_tag_ids),
         campaign_id=body.campaign_id,
         archived=body.archived,
-        assigned_to=body.assigned_to,
+        assignee=assignee_of(body.assignee, actor),
         is_test=body.is_test,
         search=parse_search(body.search),
     )
@@ -71,9 +73,9 @@ def audience_of(body: BulkAudience) -> bulk_email.Audience:
     },
 )
 def create_bulk_email(orgId: str, body: Annotated[BulkEmailBody, Body()]) -> Response[Envelope[BulkEmailJob]]:
-    audience = audience_of(body.audience)
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
+        audience = audience_of(body.audience, actor)
         job = bulk_email.create_job(uow.connection, actor, body.subject, body.body, audience)
         uow.commit()
     return json_response(202, Envelope[BulkEmailJob](data=BulkEmailJob.model_validate(job)))
@@ -114,8 +116,8 @@ def bulk_email_recipients(
     jobId: str,
     status: Annotated[RecipientStatus | None, Query()] = None,
     deliveryStatus: Annotated[DeliveryStatus | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE_SIZE)] = queries.DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[BulkRecipient]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from enum import StrEnum
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -28,10 +27,11 @@ from api.conversations.schemas_conversations import (
 )
 from api.http import caller, entity_id, json_response
 from api.idempotent import REPLAYED_HEADER
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.conversations import queries, sending
 from leadcrm.conversations import threads as service
-from leadcrm.conversations.rules.messages import MAX_CURSOR_LENGTH, Channel, ConversationStatus, decode_keyset_cursor
+from leadcrm.conversations.rules.messages import Channel, ConversationStatus, decode_keyset_cursor
 from leadcrm.directory.access import require_staff
 from leadcrm.directory.rules import Actor
 from leadcrm.platform import idempotency
@@ -55,11 +55,6 @@ SEND_RESPONSES = {
 }
 
 
-class AssignedFilter(StrEnum):
-    """Resolved on the server: `me` is the caller, never an id the client sends."""
-
-    ME = "me"
-    UNASSIGNED = "unassigned"
 
 
 def _with_message(thread: dict, message: dict | None) -> ConversationWithMessage:
@@ -109,25 +104,24 @@ def open_conversation(
     BASE,
     tags=TAGS,
     summary="The inbox: threads, newest activity first (staff)",
-    description="Filters combine with AND: `status` (open/closed), `assignedTo` (`me` or `unassigned`), "
+    description="Filters combine with AND: `status` (open/closed), `assignee` (`me`, `unassigned` or a user id), "
     "`unread=true`, `leadId`, `channel`. Keyset pages: pass `nextCursor` back as `cursor`.",
 )
 def inbox(
     orgId: str,
     status: Annotated[ConversationStatus | None, Query()] = None,
-    assignedTo: Annotated[AssignedFilter | None, Query()] = None,
+    assignee: AssigneeParam = None,
     unread: Annotated[bool, Query()] = False,
     leadId: Annotated[uuid.UUID | None, Query()] = None,
     channel: Annotated[Channel | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE_SIZE)] = queries.DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[Conversation]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
         filters = queries.InboxFilters(
             status=status,
-            assigned_to_me=assignedTo is AssignedFilter.ME,
-            unassigned=assignedTo is AssignedFilter.UNASSIGNED,
+            assignee=assignee_of(assignee, actor),
             unread_only=unread,
             lead_id=leadId,
             channel=channel,
@@ -175,8 +169,8 @@ def patch_conversation(
 def messages(
     orgId: str,
     conversationId: str,
-    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE_SIZE)] = queries.DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[Message]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
@@ -286,7 +280,7 @@ def assign(orgId: str, conversationId: str, body: Annotated[AssignBody, Body()])
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         thread = service.assign(
-            uow.connection, actor, entity_id(conversationId, "CONVERSATION_NOT_FOUND"), body.assigned_to_user_id
+            uow.connection, actor, entity_id(conversationId, "CONVERSATION_NOT_FOUND"), body.assignee_user_id
         )
         uow.commit()
     return Envelope[Conversation](data=Conversation.model_validate(thread))

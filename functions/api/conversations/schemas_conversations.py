@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from api.schemas import CamelModel, OutModel
+from api.schemas import CamelModel, OutModel, assignee_from
 from leadcrm.conversations.consent import ConsentChannel, ConsentStatus, LegalBasis
 from leadcrm.conversations.rules.messages import MAX_SUBJECT_LENGTH, Channel, ConversationStatus
 from leadcrm.leads.rules.listing import (
@@ -17,9 +17,9 @@ from leadcrm.leads.rules.listing import (
     SEARCH_MAX_LENGTH,
     SEARCH_MIN_LENGTH,
     ArchivedFilter,
-    AssignedToFilter,
 )
 from leadcrm.pipelines.rules.statuses import StageCategory
+from leadcrm.platform.assignee import ASSIGNEE_PATTERN
 
 MAX_BODY_LENGTH = 20_000
 # A subject is one header line: a line break in it is refused here, never sent on as a header injection.
@@ -57,7 +57,7 @@ class NoteBody(CamelModel):
 class AssignBody(CamelModel):
     """An active member of the organization, or null to unassign."""
 
-    assigned_to_user_id: uuid.UUID | None
+    assignee_user_id: uuid.UUID | None
 
 
 class ConversationPatchBody(CamelModel):
@@ -81,7 +81,7 @@ class Conversation(OutModel):
     subject: str | None
     status: str
     unread_count: int
-    assigned_to_user_id: uuid.UUID | None
+    assignee_user_id: uuid.UUID | None = assignee_from("assigned_to_user_id")
     assignee_name: str | None = None
     last_message_at: datetime
     last_message: LastMessage | None = None
@@ -179,7 +179,8 @@ class BulkAudience(CamelModel):
     exclude_tag_ids: list[uuid.UUID] | None = Field(default=None, max_length=MAX_TAG_IDS)
     statuses: list[StageCategory] | None = Field(default=None, max_length=len(StageCategory))
     campaign_id: uuid.UUID | None = None
-    assigned_to: AssignedToFilter | None = None
+    # me, unassigned or a user id, as the lead list's `assignee` (api.lists)
+    assignee: str | None = Field(default=None, pattern=ASSIGNEE_PATTERN)
     is_test: bool | None = None
     archived: ArchivedFilter = ArchivedFilter.LIVE
     search: str | None = Field(default=None, min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)

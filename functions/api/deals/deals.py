@@ -8,7 +8,7 @@ admins edit the deal pipeline. Literal paths (`…/deals/forecast`, `…/deals/p
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
@@ -39,6 +39,7 @@ from api.deals.schemas_deals import (
 from api.fields import Day
 from api.http import caller, entity_id, json_response
 from api.idempotent import respond_once
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, FromDay, PageSize, ToDay, assignee_of
 from leadcrm.deals import creation, transitions
 from leadcrm.deals import deals as service
 from leadcrm.deals import pipelines as pipelines
@@ -93,17 +94,17 @@ def _deal(row: dict) -> DealEnvelope:
 @router.get(f"{DEALS}/forecast", tags=TAGS, summary="Forecast per period and owner, per currency (staff)")
 def read_forecast(
     orgId: str,
-    period: Annotated[Period, Query()] = Period.MONTH,
-    from_: Annotated[Day | None, Query(alias="from")] = None,
-    to: Annotated[Day | None, Query()] = None,
-    ownerId: Annotated[uuid.UUID | None, Query()] = None,
+    interval: Annotated[Period, Query(description="the size of each row's period")] = Period.MONTH,
+    from_: FromDay = None,
+    to: ToDay = None,
+    assignee: AssigneeParam = None,
 ) -> ForecastEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
         document = forecast(
             uow.connection,
             actor.organization_id,
-            ForecastQuery(period=period, first=from_, last=to, owner_user_id=ownerId),
+            ForecastQuery(interval=interval, first=from_, last=to, assignee=assignee_of(assignee, actor)),
         )
     return ForecastEnvelope(data=Forecast.model_validate(document))
 
@@ -183,22 +184,21 @@ def index(
     orgId: str,
     status: Annotated[list[DealStatus] | None, Query()] = None,
     stageId: Annotated[uuid.UUID | None, Query()] = None,
-    ownerId: Annotated[uuid.UUID | None, Query()] = None,
-    owner: Annotated[Literal["me"] | None, Query()] = None,
+    assignee: AssigneeParam = None,
     leadId: Annotated[uuid.UUID | None, Query()] = None,
     membershipId: Annotated[uuid.UUID | None, Query()] = None,
     currency: Annotated[str | None, Query(pattern=r"^[A-Z]{3}$")] = None,
     expectedCloseFrom: Annotated[Day | None, Query()] = None,
     expectedCloseTo: Annotated[Day | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=queries.MAX_PAGE)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> DealListEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
         filters = queries.DealFilters(
             statuses=tuple(status or ()),
             stage_id=stageId,
-            owner_user_id=actor.user_id if owner == "me" else ownerId,
+            assignee=assignee_of(assignee, actor),
             lead_id=leadId,
             membership_id=membershipId,
             currency=currency,
@@ -231,7 +231,7 @@ def create(
         value_minor=body.value_minor,
         currency=body.currency,
         expected_close_date=body.expected_close_date,
-        owner_user_id=body.owner_user_id,
+        owner_user_id=body.assignee_user_id,
         stage_id=body.stage_id,
         probability=body.probability,
         forecast_category=ForecastCategory(body.forecast_category) if body.forecast_category else None,

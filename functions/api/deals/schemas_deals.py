@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictInt, model_validator
 
 from api.fields import Day, InstantUtcByDefault, Int32, Omittable
-from api.schemas import CamelModel, OutModel
+from api.schemas import CamelModel, OutModel, assignee_from
 from leadcrm.deals.rules.deals import MAX_REASON_LENGTH, MAX_REFERENCE_LENGTH, LossReason, OfferType, StageKind
 from leadcrm.deals.rules.pipelines import MAX_DEAL_STAGES, MAX_ROTTING_DAYS, MAX_STAGE_NAME_LENGTH
 
@@ -42,8 +42,8 @@ class CreateDealBody(CamelModel):
     value_minor: Money
     currency: Currency
     expected_close_date: Day
-    # An active staff member (400 ASSIGNEE_NOT_STAFF); default: the caller.
-    owner_user_id: uuid.UUID | None = None
+    # An active staff member (400 ASSIGNEE_NOT_STAFF); default: the caller. The deal's owner (deals.owner_user_id).
+    assignee_user_id: uuid.UUID | None = None
     # A New stage of the deal pipeline; default: the first.
     stage_id: uuid.UUID | None = None
     probability: Percent | None = None
@@ -67,7 +67,7 @@ class UpdateDealBody(CamelModel):
     value_minor: Omittable[Money] = None
     currency: Omittable[Currency] = None
     expected_close_date: Omittable[Day] = None
-    owner_user_id: Omittable[uuid.UUID] = None
+    assignee_user_id: Omittable[uuid.UUID] = None
     probability: Percent | None = None
     forecast_category: OpenCategory | None = None
 
@@ -78,7 +78,11 @@ class UpdateDealBody(CamelModel):
         return self
 
     def changes(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.model_fields_set - {"version"}}
+        """Column name → value: the API's assigneeUserId is the deal's owner_user_id column."""
+        return {COLUMNS.get(name, name): getattr(self, name) for name in self.model_fields_set - {"version"}}
+
+
+COLUMNS = {"assignee_user_id": "owner_user_id"}
 
 
 class MoveDealBody(CamelModel):
@@ -132,7 +136,7 @@ class DealResponse(OutModel):
     forecast_category: str | None
     effective_probability: int
     effective_forecast_category: str
-    owner_user_id: uuid.UUID | None
+    assignee_user_id: uuid.UUID | None = assignee_from("owner_user_id")
     created_by_user_id: uuid.UUID | None
     version: int
     last_activity_at: datetime
@@ -258,10 +262,10 @@ class CountAndValue(OutModel):
 class ForecastRow(OutModel):
     period_start: date
     currency: str
-    # The owner of the row's deals; null with allOwners (the period's total in that currency) or for
-    # deals without an owner.
-    owner_user_id: uuid.UUID | None
-    all_owners: bool
+    # The assignee (owner) of the row's deals; null with allAssignees (the period's total in that currency)
+    # or for deals nobody owns.
+    assignee_user_id: uuid.UUID | None
+    all_assignees: bool
     pipeline: CountAndValue
     best_case: CountAndValue
     commit: CountAndValue
@@ -275,7 +279,7 @@ class ForecastRow(OutModel):
 
 
 class Forecast(OutModel):
-    period: str
+    interval: str
     timezone: str
     start: date
     end: date  # exclusive

@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.directory.schemas_directory import Member, Settings, SettingsEnvelope, UpdateSettingsBody
 from api.http import caller
+from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize
 from api.schemas import ListEnvelope
 from leadcrm.directory import queries, settings
 from leadcrm.directory.access import require_manager, require_staff
@@ -71,8 +72,8 @@ def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> 
 def members(
     orgId: str,
     role: Annotated[list[Role] | None, Query(max_length=2 * len(Role))] = None,
-    limit: Annotated[int, Query(ge=1, le=queries.MAX_MEMBERS_PAGE)] = queries.DEFAULT_MEMBERS_PAGE,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[Member]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))

@@ -24,6 +24,7 @@ from api.ingestion.schemas_ingestion import (
     NewImportOut,
     Upload,
 )
+from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_staff
 from leadcrm.ingestion.csv_import import create_import, start_import
@@ -64,8 +65,8 @@ def create(orgId: str, body: Annotated[CreateImportBody, Body()]) -> Response[En
 @router.get("/organizations/<orgId>/leads/import", tags=TAGS, summary="Import jobs, newest first")
 def index(
     orgId: str,
-    limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[ImportJob]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -99,8 +100,8 @@ def rows(
     orgId: str,
     jobId: str,
     outcome: Annotated[ImportRowOutcome | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 200,
-    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[ImportRowReport]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))

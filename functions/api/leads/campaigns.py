@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
 from api.leads.schemas_campaigns import Campaign, CreateCampaignBody, UpdateCampaignBody
+from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_staff
 from leadcrm.leads.campaigns import create_manual_campaign, list_campaigns, update_campaign
@@ -27,8 +28,8 @@ TAGS = ["Campaigns"]
 def index(
     orgId: str,  # the path names it as the API documents it
     archived: Annotated[bool, Query(description="true: the archived hooks instead of the live ones")] = False,
-    limit: Annotated[int, Query(ge=1, le=500)] = 200,
-    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[Campaign]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))

@@ -104,8 +104,8 @@ def update(orgId: str, leadId: str, body: Annotated[UpdateLeadBody, Body()]) -> 
         lost_reason=body.lost_reason,
         details={name: getattr(body, name) for name in service.EDITABLE_DETAILS if name in sent},
         is_test=body.is_test,
-        assign="assigned_to_user_id" in sent,
-        assigned_to_user_id=body.assigned_to_user_id,
+        assign="assignee_user_id" in sent,
+        assigned_to_user_id=body.assignee_user_id,
     )
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)

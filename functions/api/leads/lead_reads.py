@@ -11,20 +11,17 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from api.fields import QueryText
 from api.http import caller, entity_id
 from api.leads.schemas_lead_reads import LeadDetail, LeadListItem
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.qualification.schemas_qualification import LeadDetailOrRedirect, MergedRedirect
 from api.schemas import ListEnvelope
 from leadcrm.directory.access import require_staff
 from leadcrm.leads.queries import get_lead, list_leads
 from leadcrm.leads.rules.listing import (
-    DEFAULT_PAGE_SIZE,
-    MAX_CURSOR_LENGTH,
-    MAX_PAGE_SIZE,
     MAX_STAGE_IDS,
     MAX_TAG_IDS,
     SEARCH_MAX_LENGTH,
     SEARCH_MIN_LENGTH,
     ArchivedFilter,
-    AssignedToFilter,
     LeadListFilters,
     LeadSort,
     SortOrder,
@@ -71,8 +68,8 @@ def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
         "Filters combine with AND. `status`, `stageIds` and `tags` take several values (comma-separated or "
         "repeated). `tags` lists leads having ANY of the tags. `stageIds` with `pipelineId` filters on the "
         "lead's effective stage in that pipeline (its secondary placement's stage, else its primary stage "
-        "when that pipeline is its primary one); without `pipelineId`, on the primary stage. `assignedTo` is "
-        "`me` (the caller) or `unassigned`; other users' ids are not accepted. `search` matches name and "
+        "when that pipeline is its primary one); without `pipelineId`, on the primary stage. `assignee` is "
+        "`me` (the caller), `unassigned` or a user id. `search` matches name and "
         "email case-insensitively, and the phone's digits when the term has 3 digits or more, whichever way "
         "either was written (`+972501234567` finds `050-1234567` and the reverse; national numbers are read in "
         "the organization's phone region, see `GET …/settings`). `nextCursor` "
@@ -87,13 +84,13 @@ def index(
     tags: Annotated[list[uuid.UUID] | None, Query(max_length=MAX_TAG_IDS)] = None,
     campaignId: Annotated[uuid.UUID | None, Query()] = None,
     archived: Annotated[ArchivedFilter, Query()] = ArchivedFilter.LIVE,
-    assignedTo: Annotated[AssignedToFilter | None, Query()] = None,
+    assignee: AssigneeParam = None,
     isTest: Annotated[bool | None, Query()] = None,
     search: Annotated[QueryText | None, Query(min_length=SEARCH_MIN_LENGTH, max_length=SEARCH_MAX_LENGTH)] = None,
     sort: Annotated[LeadSort, Query()] = LeadSort.CREATED_AT,
     order: Annotated[SortOrder, Query()] = SortOrder.DESC,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = DEFAULT_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[LeadListItem]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
@@ -104,7 +101,7 @@ def index(
             tag_ids=unique(tags),
             campaign_id=campaignId,
             archived=archived,
-            assigned_to=assignedTo,
+            assignee=assignee_of(assignee, actor),
             is_test=isTest,
             search=parse_search(search),
             sort=sort,

@@ -40,7 +40,11 @@ def create(
 ) -> Response[Envelope[Lead] | ReopenedByCreateEnvelope]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        new_lead = NewLead(**body.model_dump(exclude={"source"}), source=body.source.value)
+        new_lead = NewLead(
+            **body.model_dump(exclude={"source", "assignee_user_id"}),
+            source=body.source.value,
+            assigned_to_user_id=body.assignee_user_id,
+        )
         received = body.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return respond_once(
             uow,

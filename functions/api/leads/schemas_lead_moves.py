@@ -20,14 +20,14 @@ LeadIds = Annotated[list[uuid.UUID], Field(min_length=1, max_length=MAX_BULK_LEA
 
 class UpdateLeadBody(CamelModel):
     """PATCH a lead: every field optional, at least one. stageId wins over status. Null clears trialDate,
-    the owner (assignedToUserId: null unassigns) and the contact fields; a stage, a status, a lost reason or
+    the assignee (assigneeUserId: null unassigns) and the contact fields; a stage, a status, a lost reason or
     the test flag cannot be null."""
 
     stage_id: Omittable[uuid.UUID] = None
     status: Omittable[StageCategory] = None
     lost_reason: Omittable[LostReason] = None
     trial_date: Instant | None = None
-    assigned_to_user_id: uuid.UUID | None = None
+    assignee_user_id: uuid.UUID | None = None
     is_test: Omittable[StrictBool] = None
     name: str | None = Field(default=None, min_length=1, max_length=200)
     email: EmailStr | None = None

@@ -23,7 +23,7 @@ from api.pipelines.schemas_pipelines import (
     Stage,
     UpdateStageBody,
 )
-from api.schemas import Envelope
+from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.directory.rules import Actor
 from leadcrm.pipelines import editing as editing
@@ -68,12 +68,13 @@ def _stage(view: queries.StageView) -> Stage:
 def index(
     orgId: str,  # the path names it as the API documents it
     include_archived: Annotated[bool, Query(alias="includeArchived")] = False,
-) -> Envelope[list[Pipeline]]:
+) -> ListEnvelope[Pipeline]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
         views = queries.list_pipelines(uow.connection, actor.organization_id, include_archived=include_archived)
         uow.commit()  # keeps the default pipeline when this read seeded it
-    return Envelope[list[Pipeline]](data=[_pipeline(v) for v in views])
+    # A handful per organization: answered whole, nextCursor null as every list has one.
+    return ListEnvelope[Pipeline](data=[_pipeline(v) for v in views], next_cursor=None)
 
 
 @router.get(PIPELINE, tags=TAGS, summary="One pipeline with its stages")

@@ -21,7 +21,7 @@ from api.qualification.schemas_qualification import (
     Pseudonymized,
     UndoDone,
 )
-from api.schemas import Envelope
+from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.qualification import merge_undo, pseudonymize, queries
@@ -74,11 +74,12 @@ def suggestions(orgId: str, leadId: str) -> Envelope[MergeSuggestion]:
 
 
 @router.get(f"{LEAD}/merges", tags=TAGS, summary="The merges this lead survived, newest first")
-def lead_merges(orgId: str, leadId: str) -> Envelope[list[Merge]]:
+def lead_merges(orgId: str, leadId: str) -> ListEnvelope[Merge]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         rows = queries.merges_of(uow.connection, actor.organization_id, entity_id(leadId, "LEAD_NOT_FOUND"))
-    return Envelope[list[Merge]](data=[Merge.model_validate(r) for r in rows])
+    # The few merges one lead survived: answered whole, nextCursor null as every list has one.
+    return ListEnvelope[Merge](data=[Merge.model_validate(r) for r in rows], next_cursor=None)
 
 
 @router.get(MERGE, tags=TAGS, summary="A merge: who, when, the rows it moved, and its undo report")

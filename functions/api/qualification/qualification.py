@@ -24,7 +24,7 @@ from api.qualification.schemas_qualification import (
     ScoringModelBody,
     TransitionBody,
 )
-from api.schemas import Envelope
+from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.qualification import qualification as service
@@ -38,11 +38,12 @@ LEAD = "/organizations/<orgId>/leads/<leadId>"
 
 
 @router.get("/organizations/<orgId>/scoring-models", tags=TAGS, summary="Scoring model versions, newest first")
-def models(orgId: str) -> Envelope[list[ScoringModel]]:
+def models(orgId: str) -> ListEnvelope[ScoringModel]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         rows = scoring.list_models(uow.connection, actor.organization_id)
-    return Envelope[list[ScoringModel]](data=[ScoringModel.model_validate(r) for r in rows])
+    # Versions an owner writes by hand: answered whole, nextCursor null as every list has one.
+    return ListEnvelope[ScoringModel](data=[ScoringModel.model_validate(r) for r in rows], next_cursor=None)
 
 
 @router.post(

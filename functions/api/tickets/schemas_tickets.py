@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import EmailStr, Field, model_validator
 
 from api.fields import Day, Omittable
-from api.schemas import CamelModel, OutModel
+from api.schemas import CamelModel, OutModel, PeriodOut
 from leadcrm.tickets.rules.routing import Channel, Priority, RequesterType
 from leadcrm.tickets.rules.states import TicketStatus
 
@@ -296,6 +296,8 @@ class QueueEnvelope(OutModel):
 
 class QueueListEnvelope(OutModel):
     data: list[Queue]
+    # Small and bounded by nature: answered whole, with the shape of every list (nextCursor null).
+    next_cursor: None
 
 
 class RuleFields(CamelModel):
@@ -363,6 +365,8 @@ class RuleEnvelope(OutModel):
 
 class RuleListEnvelope(OutModel):
     data: list[Rule]
+    # Small and bounded by nature: answered whole, with the shape of every list (nextCursor null).
+    next_cursor: None
 
 
 # -- reports ---------------------------------------------------------------------------------------------------
@@ -391,8 +395,7 @@ class AgentFigures(Figures):
 
 
 class SlaReport(OutModel):
-    from_: datetime = Field(alias="from")
-    to: datetime
+    period: PeriodOut
     totals: Figures
     by_queue: list[QueueFigures]
     by_agent: list[AgentFigures]

@@ -62,7 +62,7 @@ def queues(orgId: str) -> QueueListEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         rows = ticket_config.list_queues(uow.connection, actor.organization_id)
-    return QueueListEnvelope(data=[Queue.model_validate(r) for r in rows])
+    return QueueListEnvelope(data=[Queue.model_validate(r) for r in rows], next_cursor=None)
 
 
 @router.post(
@@ -100,7 +100,7 @@ def rules(orgId: str) -> RuleListEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         rows = ticket_config.list_rules(uow.connection, actor.organization_id)
-    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows])
+    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows], next_cursor=None)
 
 
 @router.post(
@@ -131,7 +131,7 @@ def order_rules(orgId: str, body: Annotated[RuleOrderBody, Body()]) -> RuleListE
         actor = require_manager(caller(uow, router, orgId))
         rows = ticket_config.reorder_rules(uow.connection, actor.organization_id, body.rule_ids)
         uow.commit()
-    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows])
+    return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows], next_cursor=None)
 
 
 @router.patch(

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.fields import InstantUtcByDefault
 from api.http import caller, entity_id, json_response
 from api.idempotent import respond_once
 from api.leads.schemas_capture import IDEMPOTENCY_KEY_PATTERN
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, FromDay, PageSize, ToDay, assignee_of
+from api.schemas import PeriodOut
 from api.tickets.schemas_tickets import (
     AssignBody,
     CreateTicketBody,
@@ -62,7 +63,6 @@ router = APIGatewayHttpRouter()
 OK = {200: {"description": "OK"}}
 TICKET = {**OK, 404: {"description": "TICKET_NOT_FOUND"}}
 TRANSITION = {**TICKET, 409: {"description": "TICKET_INVALID_TRANSITION (status, trigger, allowed)"}}
-MAX_REPORT_DAYS = 366
 
 
 def _ticket_id(raw: str) -> uuid.UUID:
@@ -92,10 +92,10 @@ def index(
     orgId: str,
     status: Annotated[TicketStatus | None, Query()] = None,
     queueId: Annotated[uuid.UUID | None, Query()] = None,
-    assignedTo: Annotated[Literal["me", "unassigned"] | None, Query()] = None,
+    assignee: AssigneeParam = None,
     leadId: Annotated[uuid.UUID | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=ticket_queries.MAX_PAGE)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> TicketListEnvelope:
     with UnitOfWork() as uow:
         actor = _member_or_staff(caller(uow, router, orgId))  # the gate before any rule of the request
@@ -107,8 +107,7 @@ def index(
         filters = ticket_queries.TicketFilters(
             status=status,
             queue_id=queueId,
-            assignee_user_id=actor.user_id if assignedTo == "me" else None,
-            unassigned=assignedTo == "unassigned",
+            assignee=assignee_of(assignee, actor),
             lead_id=leadId,
             membership_id=None if actor.is_staff else actor.membership_id,
         )
@@ -322,17 +321,19 @@ def take_ownership(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
 )
 def sla_report(
     orgId: str,
-    from_: Annotated[InstantUtcByDefault | None, Query(alias="from")] = None,
-    to: Annotated[InstantUtcByDefault | None, Query()] = None,
+    from_: FromDay = None,
+    to: ToDay = None,
 ) -> SlaReportEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
-        end = to or datetime.now(UTC)
-        start = from_ or end - timedelta(days=30)
-        if start >= end or end - start > timedelta(days=MAX_REPORT_DAYS):
-            raise BadRequest(f"from must be before to, at most {MAX_REPORT_DAYS} days apart.", code="INVALID_PERIOD")
-        report = ticket_reports.sla_report(uow.connection, actor.organization_id, start, end)
-    return SlaReportEnvelope.model_validate({"data": report})
+        days = ticket_reports.report_period(uow.connection, actor.organization_id, from_, to, now=datetime.now(UTC))
+        starts_at, ends_at = days.instants.starts_at, days.instants.ends_at
+        assert starts_at is not None and ends_at is not None  # both days are known
+        report = ticket_reports.sla_report(uow.connection, actor.organization_id, starts_at, ends_at)
+    period = PeriodOut(
+        from_=days.first, to=days.last, timezone=days.timezone or "UTC", starts_at=starts_at, ends_at=ends_at
+    )
+    return SlaReportEnvelope.model_validate({"data": {**report, "period": period}})
 
 
 # -- the public survey -------------------------------------------------------------------------------------------

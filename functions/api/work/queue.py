@@ -8,15 +8,12 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.schemas import ListEnvelope
 from api.work.schemas_queue import QueueItem
 from leadcrm.directory.access import require_staff
-from leadcrm.leads.rules.listing import AssignedToFilter
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.work.queue import (
-    DEFAULT_QUEUE_PAGE_SIZE,
-    MAX_QUEUE_CURSOR_LENGTH,
-    MAX_QUEUE_PAGE_SIZE,
     QueueFilters,
     decode_queue_cursor,
     queue_page,
@@ -43,15 +40,15 @@ router = APIGatewayHttpRouter()
 )
 def index(
     orgId: str,
-    assignedTo: Annotated[AssignedToFilter | None, Query()] = None,
+    assignee: AssigneeParam = None,
     reason: Annotated[Reason | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_QUEUE_PAGE_SIZE)] = DEFAULT_QUEUE_PAGE_SIZE,
-    cursor: Annotated[str | None, Query(max_length=MAX_QUEUE_CURSOR_LENGTH)] = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> ListEnvelope[QueueItem]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
         filters = QueueFilters(
-            assigned_to=assignedTo,
+            assignee=assignee_of(assignee, actor),
             reason=reason,
             limit=limit,
             after=decode_queue_cursor(cursor, reason) if cursor is not None else None,

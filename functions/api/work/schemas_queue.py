@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from api.schemas import OutModel
+from api.schemas import OutModel, assignee_from
 
 
 class QueueItem(OutModel):
@@ -13,7 +13,7 @@ class QueueItem(OutModel):
     name: str | None
     phone: str | None
     status: str
-    assigned_to_user_id: uuid.UUID | None
+    assignee_user_id: uuid.UUID | None = assignee_from("assigned_to_user_id")
     next_action_at: datetime | None
     next_action_type: str | None
     returned_at: datetime | None

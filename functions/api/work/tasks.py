@@ -1,22 +1,24 @@
 """Tasks (staff): /organizations/{orgId}/tasks.
 
 Lead tasks are listed with every other task (spec "Tasks page"): filter by `type` (contact_lead for the
-lead tasks), `status` (default open: pending or in_progress), `leadId`, `assignedTo=me` (the caller,
-resolved by the server). Rows carry `linkedLeadId` and the lead's name and phone. A contact_lead task
-created for a lead is the lead's follow-up; closing or rescheduling a task that stands for it clears or
+lead tasks), `status` (default open: pending or in_progress), `leadId`, `assignee` (`me`: the
+caller, resolved by the server; `unassigned`; or a user id). Rows carry `linkedLeadId` and the lead's
+name and phone. A contact_lead task created
+for a lead is the lead's follow-up; closing or rescheduling a task that stands for it clears or
 moves the follow-up. Another organization's task or lead answers 404 like a random id.
 """
 
 from __future__ import annotations
 
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.work.schemas_tasks import (
     CreateTaskBody,
     CreateTaskEnvelope,
@@ -29,7 +31,6 @@ from api.work.schemas_tasks import (
 from leadcrm.directory.access import require_staff
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.work.tasks import (
-    MAX_PAGE,
     NewTask,
     TaskChange,
     TaskFilters,
@@ -56,13 +57,13 @@ def index(
     type: Annotated[TaskType | None, Query()] = None,  # noqa: A002 - the documented query name
     status: Annotated[TaskStatusFilter, Query()] = TaskStatusFilter.OPEN,
     leadId: Annotated[uuid.UUID | None, Query()] = None,
-    assignedTo: Annotated[Literal["me"] | None, Query()] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
-    cursor: Annotated[str | None, Query(max_length=200)] = None,
+    assignee: AssigneeParam = None,
+    limit: PageSize = DEFAULT_PAGE_SIZE,
+    cursor: CursorParam = None,
 ) -> TaskListEnvelope:
-    filters = TaskFilters(type=type, status=status, lead_id=leadId, assigned_to_me=assignedTo == "me")
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
+        filters = TaskFilters(type=type, status=status, lead_id=leadId, assignee=assignee_of(assignee, actor))
         rows, next_cursor = list_tasks(uow.connection, actor, filters, cursor=cursor, limit=limit)
     return TaskListEnvelope(data=[Task.from_row(r) for r in rows], next_cursor=next_cursor)
 

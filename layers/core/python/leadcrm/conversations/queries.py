@@ -26,13 +26,13 @@ from leadcrm.conversations.tables import bulk_email_jobs, bulk_email_recipients,
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import memberships, users
 from leadcrm.leads.tables import leads
+from leadcrm.platform.assignee import Assignee
+from leadcrm.platform.db.filters import assignee_condition
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import parse_uuid
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
+from leadcrm.platform.paging import DEFAULT_PAGE_SIZE
 
-DEFAULT_PAGE_SIZE = 50
-
-MAX_PAGE_SIZE = 100
 
 def thread_not_found() -> NotFound:
     return NotFound("Conversation not found.", code="CONVERSATION_NOT_FOUND")
@@ -99,8 +99,7 @@ def get_thread(conn: Connection, organization_id: uuid.UUID, conversation_id: uu
 @dataclass(frozen=True)
 class InboxFilters:
     status: ConversationStatus | None = None
-    assigned_to_me: bool = False
-    unassigned: bool = False
+    assignee: Assignee | None = None
     unread_only: bool = False
     lead_id: uuid.UUID | None = None
     channel: Channel | None = None
@@ -117,10 +116,8 @@ def list_inbox(conn: Connection, actor: Actor, filters: InboxFilters) -> Page:
     conditions: list[ColumnElement[bool]] = [conversations.c.organization_id == actor.organization_id]
     if filters.status is not None:
         conditions.append(conversations.c.status == filters.status.value)
-    if filters.assigned_to_me:
-        conditions.append(conversations.c.assigned_to_user_id == actor.user_id)
-    if filters.unassigned:
-        conditions.append(conversations.c.assigned_to_user_id.is_(None))
+    if filters.assignee is not None:
+        conditions.append(assignee_condition(conversations.c.assigned_to_user_id, filters.assignee))
     if filters.unread_only:
         conditions.append(conversations.c.unread_count > 0)
     if filters.lead_id is not None:

@@ -224,7 +224,7 @@ EDITABLE = {
     "value_minor": "valueMinor",
     "currency": "currency",
     "expected_close_date": "expectedCloseDate",
-    "owner_user_id": "ownerUserId",
+    "owner_user_id": "assigneeUserId",
     "probability": "probability",
     "forecast_category": "forecastCategory",
 }

@@ -26,6 +26,7 @@ from sqlalchemy import Connection, select, text
 
 from leadcrm.deals.rules.forecast import Period, win_rate, window
 from leadcrm.directory.tables import organizations
+from leadcrm.platform.assignee import Assignee
 
 _FORECAST_SQL = """
 WITH scoped AS (
@@ -45,6 +46,7 @@ WITH scoped AS (
     JOIN deal_stages s ON s.id = d.stage_id AND s.organization_id = d.organization_id
     WHERE d.organization_id = CAST(:org AS uuid)
       AND (CAST(:owner AS uuid) IS NULL OR d.owner_user_id = CAST(:owner AS uuid))
+      AND (NOT CAST(:unowned AS boolean) OR d.owner_user_id IS NULL)
       AND (
             (d.status IN ('open', 'stalled') AND d.expected_close_date >= :start AND d.expected_close_date < :end)
          OR (d.status IN ('won', 'lost')
@@ -80,10 +82,11 @@ ORDER BY period_start, currency, all_owners DESC, owner_user_id NULLS FIRST
 
 @dataclass(frozen=True)
 class ForecastQuery:
-    period: Period = Period.MONTH
+    interval: Period = Period.MONTH
     first: date | None = None
     last: date | None = None
-    owner_user_id: uuid.UUID | None = None
+    # One assignee's (owner's) deals, or (user_id None) the deals nobody owns; None: everyone's.
+    assignee: Assignee | None = None
 
 
 def forecast(
@@ -97,20 +100,22 @@ def forecast(
     except (ZoneInfoNotFoundError, ValueError):
         timezone, zone = "UTC", ZoneInfo("UTC")
     today = (now or datetime.now(UTC)).astimezone(zone).date()
-    start, end = window(today, query.period, query.first, query.last)
+    start, end = window(today, query.interval, query.first, query.last)
+    owner = query.assignee.user_id if query.assignee is not None else None
     rows = conn.execute(
         text(_FORECAST_SQL),
         {
-            "unit": query.period.value,
+            "unit": query.interval.value,
             "tz": timezone,
             "org": str(organization_id),
-            "owner": str(query.owner_user_id) if query.owner_user_id else None,
+            "owner": str(owner) if owner else None,
+            "unowned": query.assignee is not None and query.assignee.is_unassigned,
             "start": start,
             "end": end,
         },
     ).mappings()
     return {
-        "period": query.period.value,
+        "interval": query.interval.value,
         "timezone": timezone,
         "start": start,
         "end": end,
@@ -124,8 +129,8 @@ def _row(row: Any) -> dict[str, Any]:
     return {
         "period_start": row["period_start"],
         "currency": row["currency"],
-        "owner_user_id": None if row["all_owners"] else row["owner_user_id"],
-        "all_owners": row["all_owners"],
+        "assignee_user_id": None if row["all_owners"] else row["owner_user_id"],
+        "all_assignees": row["all_owners"],
         "pipeline": {"count": row["pipeline_count"], "value_minor": row["pipeline_value"]},
         "best_case": {"count": row["best_case_count"], "value_minor": row["best_case_value"]},
         "commit": {"count": row["commit_count"], "value_minor": row["commit_value"]},

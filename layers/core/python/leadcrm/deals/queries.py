@@ -16,12 +16,14 @@ from sqlalchemy import Connection, and_, func, or_, select
 
 from leadcrm.deals.rules.deals import DealStatus, ForecastCategory
 from leadcrm.deals.tables import deal_compensations, deal_history, deal_stages, deals
+from leadcrm.platform.assignee import Assignee
+from leadcrm.platform.db.filters import assignee_condition
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import parse_uuid
 from leadcrm.platform.keyset import decode_keyset, encode_keyset, keyset_instant
+from leadcrm.platform.periods import check_days
 
 HISTORY_LIMIT = 200
-MAX_PAGE = 200
 
 
 def deal_not_found() -> NotFound:
@@ -92,7 +94,7 @@ def get_deal(conn: Connection, organization_id: uuid.UUID, deal_id: uuid.UUID) -
 class DealFilters:
     statuses: tuple[DealStatus, ...] = ()
     stage_id: uuid.UUID | None = None
-    owner_user_id: uuid.UUID | None = None
+    assignee: Assignee | None = None
     lead_id: uuid.UUID | None = None
     membership_id: uuid.UUID | None = None
     currency: str | None = None
@@ -109,13 +111,15 @@ def list_deals(
         conditions.append(deals.c.status.in_([s.value for s in filters.statuses]))
     for column, value in (
         (deals.c.stage_id, filters.stage_id),
-        (deals.c.owner_user_id, filters.owner_user_id),
         (deals.c.lead_id, filters.lead_id),
         (deals.c.membership_id, filters.membership_id),
         (deals.c.currency, filters.currency),
     ):
         if value is not None:
             conditions.append(column == value)
+    if filters.assignee is not None:
+        conditions.append(assignee_condition(deals.c.owner_user_id, filters.assignee))
+    check_days(filters.expected_close_from, filters.expected_close_to)
     if filters.expected_close_from is not None:
         conditions.append(deals.c.expected_close_date >= filters.expected_close_from)
     if filters.expected_close_to is not None:

@@ -14,9 +14,10 @@ from leadcrm.directory.tables import memberships, organizations, users
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import parse_uuid
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
+from leadcrm.platform.paging import DEFAULT_PAGE_SIZE
 
-DEFAULT_MEMBERS_PAGE = 50
-MAX_MEMBERS_PAGE = 200
+# The API's one page size (leadcrm.platform.paging).
+DEFAULT_MEMBERS_PAGE = DEFAULT_PAGE_SIZE
 
 SETTINGS_COLUMNS = (
     organizations.c.id.label("organization_id"),

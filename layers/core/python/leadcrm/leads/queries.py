@@ -37,7 +37,6 @@ from leadcrm.directory.tables import users
 from leadcrm.leads.moves import id_list
 from leadcrm.leads.rules.listing import (
     ArchivedFilter,
-    AssignedToFilter,
     LeadListFilters,
     LeadSort,
     ListCursor,
@@ -53,6 +52,7 @@ from leadcrm.leads.tables import (
     leads,
 )
 from leadcrm.pipelines.tables import pipeline_stages, pipelines
+from leadcrm.platform.db.filters import assignee_condition
 from leadcrm.platform.errors import NotFound
 
 # The spec's unified timeline keeps the last 100 entries (status flips, activity, inbox messages).
@@ -376,10 +376,8 @@ def _filter_conditions(actor: Actor, filters: LeadListFilters) -> list[ColumnEle
         )
     if filters.campaign_id is not None:
         conditions.append(leads.c.campaign_id == filters.campaign_id)
-    if filters.assigned_to is AssignedToFilter.ME:
-        conditions.append(leads.c.assigned_to_user_id == actor.user_id)
-    elif filters.assigned_to is AssignedToFilter.UNASSIGNED:
-        conditions.append(leads.c.assigned_to_user_id.is_(None))
+    if filters.assignee is not None:
+        conditions.append(assignee_condition(leads.c.assigned_to_user_id, filters.assignee))
     if filters.is_test is not None:
         conditions.append(leads.c.is_test.is_(filters.is_test))
     if filters.search is not None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, and_, select
 
+from leadcrm.platform.assignee import Assignee
 from leadcrm.tickets.rules.states import TicketStatus
 from leadcrm.tickets.tables import ticket_events, ticket_mails, ticket_messages, tickets
 
@@ -16,13 +17,9 @@ from leadcrm.tickets.tables import ticket_events, ticket_mails, ticket_messages,
 class TicketFilters:
     status: TicketStatus | None = None
     queue_id: uuid.UUID | None = None
-    assignee_user_id: uuid.UUID | None = None
-    unassigned: bool = False
+    assignee: Assignee | None = None
     lead_id: uuid.UUID | None = None
     membership_id: uuid.UUID | None = None
-
-
-MAX_PAGE = 200
 
 
 def list_tickets(
@@ -34,9 +31,10 @@ def list_tickets(
         conditions.append(tickets.c.status == filters.status.value)
     if filters.queue_id is not None:
         conditions.append(tickets.c.queue_id == filters.queue_id)
-    if filters.assignee_user_id is not None:
-        conditions.append(tickets.c.assignee_user_id == filters.assignee_user_id)
-    if filters.unassigned:
+    if filters.assignee is not None and filters.assignee.user_id is not None:
+        conditions.append(tickets.c.assignee_user_id == filters.assignee.user_id)
+    elif filters.assignee is not None:
+        # Nobody responsible: no agent and no queue either (a queued ticket is its queue's to take).
         conditions.append(and_(tickets.c.assignee_user_id.is_(None), tickets.c.queue_id.is_(None)))
     if filters.lead_id is not None:
         conditions.append(tickets.c.lead_id == filters.lead_id)

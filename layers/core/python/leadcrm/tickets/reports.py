@@ -10,12 +10,46 @@ the accountability, breaches included, to the new agent).
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Integer, Numeric, cast, func, literal_column, select, text
 
+from leadcrm.directory.tables import organizations
+from leadcrm.platform.periods import Period, check_days, local_today, period_of
 from leadcrm.tickets.tables import tickets
+
+DEFAULT_REPORT_DAYS = 30
+MAX_REPORT_DAYS = 366
+
+
+@dataclass(frozen=True)
+class ReportPeriod:
+    """The local days a report covers (both included), the organization's timezone and their instants."""
+
+    first: date
+    last: date
+    timezone: str | None
+    instants: Period
+
+
+def report_period(
+    conn: Connection, organization_id: uuid.UUID, first: date | None, last: date | None, *, now: datetime
+) -> ReportPeriod:
+    """`from`/`to` as the API takes every period (leadcrm.platform.periods); a side not given: the
+    DEFAULT_REPORT_DAYS days up to today, or from `from`. 400 INVALID_PERIOD when reversed or over
+    MAX_REPORT_DAYS days."""
+    timezone = conn.execute(
+        select(organizations.c.timezone).where(organizations.c.id == organization_id)
+    ).scalar_one_or_none()
+    span = timedelta(days=DEFAULT_REPORT_DAYS - 1)
+    if last is None:
+        last = first + span if first is not None else local_today(now, timezone)
+    if first is None:
+        first = last - span
+    check_days(first, last, max_days=MAX_REPORT_DAYS)
+    return ReportPeriod(first=first, last=last, timezone=timezone, instants=period_of(first, last, timezone))
 
 
 def sla_report(
@@ -64,7 +98,7 @@ def sla_report(
             by_queue.append({"queue_id": row["queue_id"], **figures})
         else:
             by_agent.append({"assignee_user_id": row["assignee_user_id"], **figures})
-    return {"from": created_from, "to": created_to, "totals": totals, "by_queue": by_queue, "by_agent": by_agent}
+    return {"totals": totals, "by_queue": by_queue, "by_agent": by_agent}
 
 
 _FIGURES = (

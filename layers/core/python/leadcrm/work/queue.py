@@ -38,10 +38,12 @@ from sqlalchemy import (
 
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import organizations
-from leadcrm.leads.rules.listing import AssignedToFilter
 from leadcrm.leads.tables import INBOUND_UNANSWERED_SQL, QUEUE_SCOPE_SQL, REAL_FOLLOW_UP_SQL, UNTOUCHED_NEW_SQL, leads
+from leadcrm.platform.assignee import Assignee
+from leadcrm.platform.db.filters import assignee_condition
 from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
+from leadcrm.platform.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from leadcrm.work.rules.attention import (
     COOLING_WINDOW,
     HOT_WINDOW,
@@ -56,8 +58,9 @@ from leadcrm.work.rules.attention import (
     org_day,
 )
 
-DEFAULT_QUEUE_PAGE_SIZE = 50
-MAX_QUEUE_PAGE_SIZE = 100
+# The API's one page size (leadcrm.platform.paging).
+DEFAULT_QUEUE_PAGE_SIZE = DEFAULT_PAGE_SIZE
+MAX_QUEUE_PAGE_SIZE = MAX_PAGE_SIZE
 MAX_QUEUE_CURSOR_LENGTH = 200
 
 # rank_key = tier * TIER_SCALE + (epoch seconds for due follow-ups, DESC_BASE - epoch for arrivals):
@@ -142,7 +145,7 @@ def decode_queue_cursor(cursor: str, reason: Reason | None) -> QueueCursor:
 
 @dataclass(frozen=True)
 class QueueFilters:
-    assigned_to: AssignedToFilter | None = None
+    assignee: Assignee | None = None
     reason: Reason | None = None
     limit: int = DEFAULT_QUEUE_PAGE_SIZE
     after: QueueCursor | None = None
@@ -305,10 +308,8 @@ def build_queue_query(actor: Actor, filters: QueueFilters, window: Window) -> Se
     c = leads.c
     keys = _reason_keys(window)
     common: list[ColumnElement] = [c.organization_id == actor.organization_id, text(QUEUE_SCOPE_SQL)]
-    if filters.assigned_to is AssignedToFilter.ME:
-        common.append(c.assigned_to_user_id == actor.user_id)
-    elif filters.assigned_to is AssignedToFilter.UNASSIGNED:
-        common.append(c.assigned_to_user_id.is_(None))
+    if filters.assignee is not None:
+        common.append(assignee_condition(c.assigned_to_user_id, filters.assignee))
     if filters.reason is not None:
         branch_reason = Reason.FOLLOW_UP_OVERDUE if filters.reason is Reason.FOLLOW_UP_DUE_TODAY else filters.reason
         branches = [b for b in _BRANCHES if b.reason is branch_reason]
@@ -316,7 +317,8 @@ def build_queue_query(actor: Actor, filters: QueueFilters, window: Window) -> Se
     else:
         branches = list(_BRANCHES)
         rank = _best_key(window)
-    if filters.assigned_to is AssignedToFilter.ME:
+    if filters.assignee is not None and not filters.assignee.is_unassigned:
+        # A lead someone is responsible for is never in the `unassigned` branch.
         branches = [b for b in branches if b.reason is not Reason.UNASSIGNED]
 
     selects = []

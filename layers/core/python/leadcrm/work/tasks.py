@@ -24,6 +24,8 @@ from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.tables import leads
+from leadcrm.platform.assignee import Assignee
+from leadcrm.platform.db.filters import assignee_condition
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
@@ -92,10 +94,7 @@ class TaskFilters:
     type: TaskType | None = None
     status: TaskStatusFilter = TaskStatusFilter.OPEN
     lead_id: uuid.UUID | None = None
-    assigned_to_me: bool = False
-
-
-MAX_PAGE = 200
+    assignee: Assignee | None = None
 
 
 def list_tasks(
@@ -111,9 +110,8 @@ def list_tasks(
         conditions.append(tasks.c.type == filters.type.value)
     if filters.lead_id is not None:
         conditions.append(tasks.c.linked_lead_id == filters.lead_id)
-    if filters.assigned_to_me:
-        # The server resolves "me" from the session; a member of no user (the system) has no tasks.
-        conditions.append(tasks.c.assignee_user_id == actor.user_id)
+    if filters.assignee is not None:
+        conditions.append(assignee_condition(tasks.c.assignee_user_id, filters.assignee))
     if cursor is not None:
         conditions.append(_after(cursor))
     rows = (

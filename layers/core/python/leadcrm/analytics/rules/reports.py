@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from datetime import datetime, timedelta
 from enum import StrEnum
 
-from leadcrm.platform.bounds import CALENDAR_TEXT, day_in_calendar
-from leadcrm.platform.errors import BadRequest
+# A period is the API's one convention (platform.periods); re-exported for this capability's callers.
+from leadcrm.platform.periods import Period, local_midnight, period_of  # noqa: F401
 from leadcrm.work.rules.attention import org_zone
 
 WON_STATUSES: tuple[str, ...] = ("converted", "customer")
@@ -41,45 +41,6 @@ def conversion_percent(wins: int, total: int) -> int:
 
 
 # -- periods in the organization's timezone ---------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Period:
-    """[starts_at, ends_at) in UTC; None on a side means unbounded."""
-
-    starts_at: datetime | None
-    ends_at: datetime | None
-
-
-def local_midnight(day: date, zone: tzinfo) -> datetime:
-    """The instant a local day starts. A midnight that does not exist (a spring-forward gap) resolves
-    forward, as zoneinfo's fold=0 does; in UTC the instant is unambiguous."""
-    return datetime.combine(day, time(0), tzinfo=zone).astimezone(UTC)
-
-
-def period_of(from_day: date | None, to_day: date | None, timezone: str | None) -> Period:
-    """The instants of a range of the organization's days, both ends included. 400 INVALID_PERIOD when
-    `from` is after `to`, or a day is before 1900 or after 2999."""
-    for day in (from_day, to_day):
-        # The API's shared Day type refuses these first; a day at the edge of the calendar (year 1, year
-        # 9999) has no instants in every timezone, so the rule keeps its own guard for any other caller.
-        if day is not None and not day_in_calendar(day):
-            raise BadRequest(
-                f"A period's days are {CALENDAR_TEXT}.",
-                code="INVALID_PERIOD",
-                day=day.isoformat(),
-            )
-    if from_day is not None and to_day is not None and from_day > to_day:
-        raise BadRequest(
-            "The period's start (from) is after its end (to).",
-            code="INVALID_PERIOD",
-            **{"from": from_day.isoformat(), "to": to_day.isoformat()},
-        )
-    zone = org_zone(timezone)
-    return Period(
-        starts_at=local_midnight(from_day, zone) if from_day is not None else None,
-        ends_at=local_midnight(to_day + timedelta(days=1), zone) if to_day is not None else None,
-    )
 
 
 def month_start(now: datetime, timezone: str | None) -> datetime:

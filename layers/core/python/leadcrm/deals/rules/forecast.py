@@ -43,9 +43,9 @@ def window(today: date, period: Period, first: date | None, last: date | None) -
     start = period_start(first, period) if first else shift(current, period, -DEFAULT_PERIODS_BACK)
     end = shift(period_start(last, period), period, 1) if last else shift(current, period, DEFAULT_PERIODS_AHEAD + 1)
     if end <= start:
-        raise BadRequest("`from` must not be after `to`.", code="FORECAST_RANGE_REVERSED")
+        raise BadRequest("`from` must not be after `to`.", code="INVALID_PERIOD")
     if shift(start, period, MAX_PERIODS) < end:
-        raise BadRequest(f"A forecast covers at most {MAX_PERIODS} periods.", code="FORECAST_RANGE_TOO_LONG")
+        raise BadRequest(f"A forecast covers at most {MAX_PERIODS} intervals.", code="INVALID_PERIOD")
     return start, end
 
 

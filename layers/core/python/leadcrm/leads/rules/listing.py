@@ -18,12 +18,12 @@ from enum import StrEnum
 from typing import TypeVar
 
 from leadcrm.leads.rules.identity import national_part_of_international, national_significant_number
+from leadcrm.platform.assignee import Assignee
 from leadcrm.platform.errors import BadRequest
+from leadcrm.platform.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 
 T = TypeVar("T")
 
-DEFAULT_PAGE_SIZE = 50
-MAX_PAGE_SIZE = 100
 MAX_TAG_IDS = 50
 MAX_STAGE_IDS = 100
 SEARCH_MIN_LENGTH = 2
@@ -51,13 +51,6 @@ class ArchivedFilter(StrEnum):
     LIVE = "false"
     ARCHIVED = "true"
     ALL = "all"
-
-
-class AssignedToFilter(StrEnum):
-    """Resolved on the server: `me` is the caller's own user id, never an id the client sends."""
-
-    ME = "me"
-    UNASSIGNED = "unassigned"
 
 
 # -- the search term --------------------------------------------------------------------------------------
@@ -181,7 +174,7 @@ class LeadListFilters:
     tag_ids: tuple[uuid.UUID, ...] = ()
     campaign_id: uuid.UUID | None = None
     archived: ArchivedFilter = ArchivedFilter.LIVE
-    assigned_to: AssignedToFilter | None = None
+    assignee: Assignee | None = None
     is_test: bool | None = None
     search: SearchTerm | None = None
     sort: LeadSort = LeadSort.CREATED_AT
