@@ -26,7 +26,7 @@ from sqlalchemy import Connection, Engine, text
 
 from bench.measure import Latency, time_calls
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.rules.listing import AssignedToFilter
+from leadcrm.platform.assignee import NOBODY, Assignee
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.work.queue import QueueFilters, attention_window, build_queue_query, decode_queue_cursor, queue_page
 from leadcrm.work.rules.attention import Reason
@@ -143,8 +143,8 @@ class QueueShape:
 def queue_shapes(owner: Actor, coach: Actor) -> list[QueueShape]:
     return [
         QueueShape("queue (owner, all reasons)", owner, QueueFilters()),
-        QueueShape("queue assignedTo=me (coach)", coach, QueueFilters(assigned_to=AssignedToFilter.ME)),
-        QueueShape("queue assignedTo=unassigned", owner, QueueFilters(assigned_to=AssignedToFilter.UNASSIGNED)),
+        QueueShape("queue assignee=me (coach)", coach, QueueFilters(assignee=Assignee(coach.user_id))),
+        QueueShape("queue assignee=unassigned", owner, QueueFilters(assignee=NOBODY)),
         QueueShape("queue reason=follow_up_overdue", owner, QueueFilters(reason=Reason.FOLLOW_UP_OVERDUE)),
         QueueShape("queue reason=new_untouched", owner, QueueFilters(reason=Reason.NEW_UNTOUCHED)),
         QueueShape("queue reason=returned", owner, QueueFilters(reason=Reason.RETURNED)),
@@ -158,7 +158,7 @@ def _pager(shape: QueueShape):
         filters = shape.filters
         if state["cursor"]:
             after = decode_queue_cursor(state["cursor"], filters.reason)
-            filters = QueueFilters(assigned_to=filters.assigned_to, reason=filters.reason, after=after)
+            filters = QueueFilters(assignee=filters.assignee, reason=filters.reason, after=after)
         with UnitOfWork() as uow:
             next_cursor = queue_page(uow.connection, shape.actor, filters).next_cursor
         state["pages"] += 1

@@ -17,13 +17,13 @@ from leadcrm.directory.rules import Actor
 from leadcrm.leads.queries import build_list_query, get_lead, list_leads
 from leadcrm.leads.rules.listing import (
     ArchivedFilter,
-    AssignedToFilter,
     LeadListFilters,
     LeadSort,
     SortOrder,
     decode_cursor,
     parse_search,
 )
+from leadcrm.platform.assignee import Assignee
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.uow import UnitOfWork
 from tests.support.lead_list_helpers import explain, indexes_used_on, seq_scans_on
@@ -31,7 +31,7 @@ from tests.support.lead_list_helpers import explain, indexes_used_on, seq_scans_
 # A scenario pages forward through the list like a user scrolling, then starts over.
 PAGES_BEFORE_RESTART = 10
 OWNER_SUBJECT = "bench|0|0"
-COACH_SUBJECT = "bench|0|2"  # a coach of the big organization: `assignedTo=me` lists their leads
+COACH_SUBJECT = "bench|0|2"  # a coach of the big organization: `assignee=me` lists their leads
 
 
 @dataclass(frozen=True)
@@ -189,12 +189,12 @@ def list_shapes(org: BigOrg) -> list[ListShape]:
             owner,
             query={"campaignId": str(org.campaign_id)},
         ),
-        ListShape("assignedTo=me", LeadListFilters(assigned_to=AssignedToFilter.ME), coach, query={"assignedTo": "me"}),
+        ListShape("assignee=me", LeadListFilters(assignee=Assignee(coach.user_id)), coach, query={"assignee": "me"}),
         ListShape(
-            "assignedTo=me&status=contacted&sort=updatedAt",
-            LeadListFilters(assigned_to=AssignedToFilter.ME, statuses=("contacted",), sort=LeadSort.UPDATED_AT),
+            "assignee=me&status=contacted&sort=updatedAt",
+            LeadListFilters(assignee=Assignee(coach.user_id), statuses=("contacted",), sort=LeadSort.UPDATED_AT),
             coach,
-            query={"assignedTo": "me", "status": "contacted", "sort": "updatedAt"},
+            query={"assignee": "me", "status": "contacted", "sort": "updatedAt"},
         ),
         ListShape(
             "archived=true",

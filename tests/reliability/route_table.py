@@ -290,7 +290,7 @@ ROUTES.update(
         "PUT /organizations/{orgId}/conversations/{conversationId}/assignee": Row(
             STAFF,
             200,
-            lambda w: Req({"conversationId": w.conversation()}, body={"assignedToUserId": str(w.user_ids["coach"])}),
+            lambda w: Req({"conversationId": w.conversation()}, body={"assigneeUserId": str(w.user_ids["coach"])}),
         ),
         "GET /organizations/{orgId}/leads/{leadId}/consent": Row(STAFF, 200, _lead),
         "PUT /organizations/{orgId}/leads/{leadId}/consent/{channel}": Row(

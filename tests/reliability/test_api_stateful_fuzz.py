@@ -118,7 +118,7 @@ def _with_roots(schema: Any, labels: tuple[str, ...]) -> type:
     """The schema's state machine, with `labels` among the operations a scenario may start from.
 
     schemathesis starts scenarios from the creates it judges likely to succeed with generated data, and leaves
-    out those whose bodies name an entity no operation creates (its dependency analysis reads `ownerUserId` and
+    out those whose bodies name an entity no operation creates (its dependency analysis reads `assigneeUserId` and
     `escalationUserId` as such), so a deal or a queue would never be created and never moved or edited."""
     rules = {}
     for label in labels:

@@ -532,7 +532,7 @@ def _membership_status_changed(_: Stage) -> Delivery:
     """A staff member leaves: their open lead goes to the owner in one handover, however often it is told."""
     world = make_world()
     lead_id = world.lead()
-    world.api("PATCH", f"/leads/{lead_id}", body={"assignedToUserId": str(world.user_ids["coach"])})
+    world.api("PATCH", f"/leads/{lead_id}", body={"assigneeUserId": str(world.user_ids["coach"])})
     detail = {
         "organizationId": str(world.id),
         "membershipId": str(world.membership_ids["coach"]),

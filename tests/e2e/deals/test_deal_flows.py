@@ -133,6 +133,6 @@ def test_a_departure_event_on_the_bus_hands_the_coachs_open_deals_to_the_default
     _settle(local_stack)
 
     after = _ok(local_stack.request("GET", f"/organizations/{org}/deals/{deal['id']}", token=owner))
-    assert after["ownerUserId"] == admin_id
+    assert after["assigneeUserId"] == admin_id
     assert after["history"][0]["type"] == "owner_handed_over"
     assert local_stack.request("GET", f"/organizations/{org}/deals", token=coach).status == 403  # access is gone

@@ -97,24 +97,24 @@ def test_the_inbox_filters_by_status_assignee_unread_and_lead(owner):
     a, b, c = (_thread(owner, create_lead(owner, name=n)["id"]) for n in ("A", "B", "C"))
     call_api("PATCH", conversations_path(owner.org_id, a["id"]), sub=owner.sub, body={"status": "closed"})
     call_api("PUT", conversations_path(owner.org_id, b["id"], "assignee"), sub=owner.sub,
-             body={"assignedToUserId": str(owner.user.id)})  # fmt: skip
+             body={"assigneeUserId": str(owner.user.id)})  # fmt: skip
     call_api("PUT", conversations_path(owner.org_id, c["id"], "assignee"), sub=owner.sub,
-             body={"assignedToUserId": str(coach.user_id)})  # fmt: skip
+             body={"assigneeUserId": str(coach.user_id)})  # fmt: skip
     assert [t["id"] for t in inbox(owner, status="closed").data] == [a["id"]]
-    assert [t["id"] for t in inbox(owner, assignedTo="me").data] == [b["id"]]
-    assert [t["id"] for t in inbox(owner, assignedTo="unassigned").data] == [a["id"]]
+    assert [t["id"] for t in inbox(owner, assignee="me").data] == [b["id"]]
+    assert [t["id"] for t in inbox(owner, assignee="unassigned").data] == [a["id"]]
     assert [t["id"] for t in inbox(owner, leadId=c["leadId"]).data] == [c["id"]]
     assert inbox(owner, unread="true").data == []
-    assert inbox(owner, assignedTo="someone").status == 400
+    assert inbox(owner, assignee="someone").status == 400
     assert inbox(owner, cursor="garbage").error_code == "INVALID_CURSOR"
 
 
 def test_assigning_to_an_active_member_shows_their_name(owner):
     thread = _thread(owner, create_lead(owner)["id"])
     response = call_api("PUT", conversations_path(owner.org_id, thread["id"], "assignee"), sub=owner.sub,
-                        body={"assignedToUserId": str(owner.user.id)})  # fmt: skip
+                        body={"assigneeUserId": str(owner.user.id)})  # fmt: skip
     assert response.status == 200
-    assert response.data["assignedToUserId"] == str(owner.user.id)
+    assert response.data["assigneeUserId"] == str(owner.user.id)
     assert response.data["assigneeName"] == "Test User"
 
 
@@ -129,7 +129,7 @@ def test_assigning_to_someone_who_is_not_an_active_member_is_a_400(owner, kind):
     elif kind == "deleted":
         make_membership(owner.organization, user, role="coach", deleted=True)
     response = call_api("PUT", conversations_path(owner.org_id, thread["id"], "assignee"), sub=owner.sub,
-                        body={"assignedToUserId": str(user.id)})  # fmt: skip
+                        body={"assigneeUserId": str(user.id)})  # fmt: skip
     assert (response.status, response.error_code) == (400, "ASSIGNEE_NOT_MEMBER")
     assert thread_row(thread["id"])["assigned_to_user_id"] is None
 
@@ -137,8 +137,8 @@ def test_assigning_to_someone_who_is_not_an_active_member_is_a_400(owner, kind):
 def test_unassigning_clears_the_assignee(owner):
     thread = _thread(owner, create_lead(owner)["id"])
     path = conversations_path(owner.org_id, thread["id"], "assignee")
-    call_api("PUT", path, sub=owner.sub, body={"assignedToUserId": str(owner.user.id)})
-    assert call_api("PUT", path, sub=owner.sub, body={"assignedToUserId": None}).data["assignedToUserId"] is None
+    call_api("PUT", path, sub=owner.sub, body={"assigneeUserId": str(owner.user.id)})
+    assert call_api("PUT", path, sub=owner.sub, body={"assigneeUserId": None}).data["assigneeUserId"] is None
 
 
 def test_a_note_is_written_even_when_the_lead_revoked_every_channel(owner):

@@ -42,7 +42,7 @@ def _create(caller, **body):
 
 def test_a_deal_opened_from_a_lead_lands_on_new_owned_by_the_caller(coach):
     deal = open_deal(coach)
-    assert (deal["stageKind"], deal["status"], deal["ownerUserId"], deal["version"]) == (
+    assert (deal["stageKind"], deal["status"], deal["assigneeUserId"], deal["version"]) == (
         "new",
         "open",
         str(coach.user.id),
@@ -162,7 +162,7 @@ def test_a_deal_needs_a_lead_or_a_member(coach):
 def test_the_owner_must_be_active_staff(coach):
     member = make_person(coach.org_id, role="member")
     lead_id = ok(call_api("POST", f"/organizations/{coach.org_id}/leads", sub=coach.sub, body={"name": "C"}), 201)["id"]
-    response = _create(coach, leadId=lead_id, ownerUserId=str(member.user_id))
+    response = _create(coach, leadId=lead_id, assigneeUserId=str(member.user_id))
     assert (response.status, response.error_code) == (400, "ASSIGNEE_NOT_STAFF")
 
 
@@ -221,10 +221,10 @@ def test_the_list_filters_and_pages_by_keyset_newest_first(coach):
     theirs = open_deal(other, currency="ILS")
     path = deals_path(coach.org_id)
 
-    first = call_api("GET", path, sub=coach.sub, query={"owner": "me", "limit": "2"})
+    first = call_api("GET", path, sub=coach.sub, query={"assignee": "me", "limit": "2"})
     assert [d["id"] for d in first.data] == [mine[2]["id"], mine[1]["id"]]
     second = call_api(
-        "GET", path, sub=coach.sub, query={"owner": "me", "limit": "2", "cursor": first.body["nextCursor"]}
+        "GET", path, sub=coach.sub, query={"assignee": "me", "limit": "2", "cursor": first.body["nextCursor"]}
     )
     assert [d["id"] for d in second.data] == [mine[0]["id"]] and second.body["nextCursor"] is None
 
@@ -232,7 +232,7 @@ def test_the_list_filters_and_pages_by_keyset_newest_first(coach):
     by_lead = call_api("GET", path, sub=coach.sub, query={"leadId": mine[1]["leadId"]}).data
     assert [d["id"] for d in by_lead] == [mine[1]["id"]]
     assert call_api("GET", path, sub=coach.sub, query={"status": "won"}).data == []
-    both = call_api("GET", path, sub=coach.sub, query="status=open&status=stalled&owner=me").data
+    both = call_api("GET", path, sub=coach.sub, query="status=open&status=stalled&assignee=me").data
     assert len(both) == 3
     bad = call_api("GET", path, sub=coach.sub, query={"cursor": "nope"})
     assert (bad.status, bad.error_code) == (400, "INVALID_CURSOR")

@@ -112,7 +112,7 @@ def _row(document, period_start, currency, owner=None):
         for r in document["rows"]
         if r["periodStart"] == period_start
         and r["currency"] == currency
-        and (r["allOwners"] if owner is None else r["ownerUserId"] == str(owner.user.id))
+        and (r["allAssignees"] if owner is None else r["assigneeUserId"] == str(owner.user.id))
     ]
     assert len(found) == 1, document["rows"]
     return found[0]
@@ -127,14 +127,14 @@ NONE = _cv(0, 0)
 
 def test_november_in_euro_per_owner_and_for_all_owners(fixture):
     a, b = fixture
-    document = _forecast(a, period="month", **{"from": "2026-10-01", "to": "2026-12-31"})
+    document = _forecast(a, interval="month", **{"from": "2026-10-01", "to": "2026-12-31"})
     assert (document["timezone"], document["start"], document["end"]) == ("Asia/Jerusalem", "2026-10-01", "2027-01-01")
 
     assert _row(document, "2026-11-01", "EUR", a) == {
         "periodStart": "2026-11-01",
         "currency": "EUR",
-        "ownerUserId": str(a.user.id),
-        "allOwners": False,
+        "assigneeUserId": str(a.user.id),
+        "allAssignees": False,
         "pipeline": _cv(1, 100_000),
         "bestCase": _cv(1, 200_000),
         "commit": _cv(1, 300_000),
@@ -157,7 +157,7 @@ def test_november_in_euro_per_owner_and_for_all_owners(fixture):
     assert (b_row["winRate"], b_row["averageCycleDays"]) == (0.0, None)
 
     total = _row(document, "2026-11-01", "EUR")
-    assert total["ownerUserId"] is None
+    assert total["assigneeUserId"] is None
     assert (total["pipeline"], total["bestCase"], total["commit"], total["stalled"]) == (
         _cv(2, 100_333),
         _cv(2, 700_000),
@@ -175,7 +175,7 @@ def test_november_in_euro_per_owner_and_for_all_owners(fixture):
 
 def test_currencies_are_never_added_together(fixture):
     a, _ = fixture
-    document = _forecast(a, period="month", **{"from": "2026-11-01", "to": "2026-11-30"})
+    document = _forecast(a, interval="month", **{"from": "2026-11-01", "to": "2026-11-30"})
     ils = _row(document, "2026-11-01", "ILS")
     assert (ils["pipeline"], ils["weightedPipelineMinor"], ils["bestCase"]) == (_cv(1, 50_000), 12_500, NONE)
     assert {r["currency"] for r in document["rows"]} == {"EUR", "ILS"}
@@ -183,7 +183,7 @@ def test_currencies_are_never_added_together(fixture):
 
 def test_closed_deals_count_in_the_organizations_local_month(fixture):
     a, _ = fixture
-    document = _forecast(a, period="month", **{"from": "2026-10-01", "to": "2026-12-31"})
+    document = _forecast(a, interval="month", **{"from": "2026-10-01", "to": "2026-12-31"})
     # Closed 23:30 UTC on Nov 30 = Dec 1 local; closed 21:30 UTC on Sep 30 = Oct 1 local (summer time).
     december, october = _row(document, "2026-12-01", "EUR"), _row(document, "2026-10-01", "EUR")
     assert (december["closedWon"], december["winRate"], december["averageCycleDays"]) == (_cv(1, 150_000), 1.0, 61.0)
@@ -193,7 +193,7 @@ def test_closed_deals_count_in_the_organizations_local_month(fixture):
 
 def test_a_quarter_rolls_its_months_up(fixture):
     a, _ = fixture
-    document = _forecast(a, period="quarter", **{"from": "2026-10-01", "to": "2026-12-31"})
+    document = _forecast(a, interval="quarter", **{"from": "2026-10-01", "to": "2026-12-31"})
     q4 = _row(document, "2026-10-01", "EUR")
     assert (q4["closedWon"], q4["closedLost"], q4["pipeline"]) == (_cv(3, 240_000), _cv(2, 100_000), _cv(2, 100_333))
     # won cycles 60.979, 10 and 10 days → 26.993 → 27.0; win rate 3 of 5.
@@ -202,17 +202,18 @@ def test_a_quarter_rolls_its_months_up(fixture):
 
 def test_one_owners_forecast(fixture):
     a, b = fixture
-    document = _forecast(a, period="month", ownerId=str(b.user.id), **{"from": "2026-11-01", "to": "2026-11-30"})
-    assert {(r["ownerUserId"], r["allOwners"]) for r in document["rows"]} == {(str(b.user.id), False), (None, True)}
+    document = _forecast(a, interval="month", assignee=str(b.user.id), **{"from": "2026-11-01", "to": "2026-11-30"})
+    groups = {(r["assigneeUserId"], r["allAssignees"]) for r in document["rows"]}
+    assert groups == {(str(b.user.id), False), (None, True)}
     assert _row(document, "2026-11-01", "EUR")["weightedPipelineMinor"] == 375_083
 
 
 @pytest.mark.parametrize(
     ("query", "code"),
     [
-        ({"from": "2026-12-01", "to": "2026-11-01"}, "FORECAST_RANGE_REVERSED"),
-        ({"from": "2020-01-01", "to": "2026-11-01"}, "FORECAST_RANGE_TOO_LONG"),
-        ({"period": "week"}, "VALIDATION_FAILED"),
+        ({"from": "2026-12-01", "to": "2026-11-01"}, "INVALID_PERIOD"),
+        ({"from": "2020-01-01", "to": "2026-11-01"}, "INVALID_PERIOD"),
+        ({"interval": "week"}, "VALIDATION_FAILED"),
         ({"from": "yesterday"}, "VALIDATION_FAILED"),
     ],
 )

@@ -387,7 +387,7 @@ def test_an_event_id_that_is_not_a_uuid_is_a_400():
         {"email": "not-an-email"},
         {"name": "Ada", "shoeSize": 42},
         {"name": "Ada", "isTest": True},
-        {"name": "Ada", "assignedToUserId": str(uuid.uuid4())},
+        {"name": "Ada", "assigneeUserId": str(uuid.uuid4())},
         {"name": "A" * 201},
         {"name": "Ada", "note": "x" * 5001},
         {"name": "Ada", "phone": "call me maybe"},

@@ -176,7 +176,7 @@ def test_archived_all_lists_both(caller, board):
     assert _listed(caller, {"archived": "all"}) == set(as_str(live, archived))
 
 
-# -- assigned to -------------------------------------------------------------------------------------------
+# -- assignee ----------------------------------------------------------------------------------------------
 
 
 def test_assigned_to_me_lists_the_callers_own_leads(caller, board):
@@ -185,26 +185,31 @@ def test_assigned_to_me_lists_the_callers_own_leads(caller, board):
     mine = insert_lead(board, assigned_to=caller.user.id)
     insert_lead(board, assigned_to=colleague.id)
     insert_lead(board)
-    assert _listed(caller, {"assignedTo": "me"}) == set(as_str(mine))
+    assert _listed(caller, {"assignee": "me"}) == set(as_str(mine))
 
 
 def test_assigned_to_me_means_whoever_calls(caller, board):
     colleague = make_caller(organization=caller.organization)
     insert_lead(board, assigned_to=caller.user.id)
     theirs = insert_lead(board, assigned_to=colleague.user.id)
-    assert _listed(colleague, {"assignedTo": "me"}) == set(as_str(theirs))
+    assert _listed(colleague, {"assignee": "me"}) == set(as_str(theirs))
 
 
 def test_assigned_to_unassigned_lists_leads_without_an_owner(caller, board):
     insert_lead(board, assigned_to=caller.user.id)
     nobodys = insert_lead(board)
-    assert _listed(caller, {"assignedTo": "unassigned"}) == set(as_str(nobodys))
+    assert _listed(caller, {"assignee": "unassigned"}) == set(as_str(nobodys))
 
 
-def test_assigned_to_a_user_id_sent_by_the_client_is_refused_with_400(caller, board):
+def test_assignee_a_user_id_lists_that_users_leads(caller, board):
     colleague = make_caller(organization=caller.organization)
-    insert_lead(board, assigned_to=colleague.user.id)
-    response = call_api("GET", leads_path(caller.org_id), sub=caller.sub, query={"assignedTo": str(colleague.user.id)})
+    insert_lead(board, assigned_to=caller.user.id)
+    theirs = insert_lead(board, assigned_to=colleague.user.id)
+    assert _listed(caller, {"assignee": str(colleague.user.id)}) == set(as_str(theirs))
+
+
+def test_assignee_other_than_me_unassigned_or_a_user_id_is_refused_with_400(caller, board):
+    response = call_api("GET", leads_path(caller.org_id), sub=caller.sub, query={"assignee": "someone"})
     assert (response.status, response.error_code) == (400, "VALIDATION_FAILED")
 
 
@@ -289,7 +294,7 @@ def test_filters_combine_with_and(caller, board):
     tagged_other_status = insert_lead(board, name="Ada", category="new", assigned_to=caller.user.id)
     tag(caller.org_id, tagged_other_status, vip)
     insert_lead(board, name="Ada", category="contacted", assigned_to=caller.user.id)  # untagged
-    query = {"status": "contacted", "tags": str(vip), "assignedTo": "me", "search": "ada"}
+    query = {"status": "contacted", "tags": str(vip), "assignee": "me", "search": "ada"}
     assert _listed(caller, query) == set(as_str(match))
 
 

@@ -19,13 +19,13 @@ from leadcrm.directory.rules import Actor
 from leadcrm.leads.queries import build_list_query
 from leadcrm.leads.rules.listing import (
     ArchivedFilter,
-    AssignedToFilter,
     LeadListFilters,
     LeadSort,
     ListCursor,
     SortOrder,
     parse_search,
 )
+from leadcrm.platform.assignee import NOBODY, Assignee
 from leadcrm.platform.db.engine import get_engine
 from tests.support.factories import make_caller, make_organization
 from tests.support.lead_list_helpers import Board, explain, make_board, make_campaign, make_tag, plan_nodes
@@ -144,8 +144,8 @@ SHAPES: dict[str, Callable[[Seeded], LeadListFilters]] = {
     "tag": lambda s: LeadListFilters(tag_ids=(s.tag_ids[0],)),
     "several tags": lambda s: LeadListFilters(tag_ids=tuple(s.tag_ids[:3])),
     "campaign": lambda s: LeadListFilters(campaign_id=s.campaign_id),
-    "assignedTo=me": lambda s: LeadListFilters(assigned_to=AssignedToFilter.ME),
-    "assignedTo=unassigned": lambda s: LeadListFilters(assigned_to=AssignedToFilter.UNASSIGNED),
+    "assignee=me": lambda s: LeadListFilters(assignee=Assignee(s.actor.user_id)),
+    "assignee=unassigned": lambda s: LeadListFilters(assignee=NOBODY),
     "archived": lambda s: LeadListFilters(archived=ArchivedFilter.ARCHIVED),
     "archived and live": lambda s: LeadListFilters(archived=ArchivedFilter.ALL),
     "not test leads": lambda s: LeadListFilters(is_test=False),
@@ -155,7 +155,7 @@ SHAPES: dict[str, Callable[[Seeded], LeadListFilters]] = {
     "search without a match": lambda s: LeadListFilters(search=parse_search("zzqx")),
     "search of 2 characters": lambda s: LeadListFilters(search=parse_search("ab")),
     "combined": lambda s: LeadListFilters(
-        statuses=("contacted",), assigned_to=AssignedToFilter.ME, sort=LeadSort.UPDATED_AT
+        statuses=("contacted",), assignee=Assignee(s.actor.user_id), sort=LeadSort.UPDATED_AT
     ),
     **{
         f"sort {sort.value} {order.value}": (lambda s, sort=sort, order=order: LeadListFilters(sort=sort, order=order))

@@ -44,7 +44,7 @@ def _count(caller, query: dict[str, str]) -> tuple[int, int, str]:
     [
         {},
         {"status": "new"},
-        {"assignedTo": "me", "sort": "updatedAt"},
+        {"assignee": "me", "sort": "updatedAt"},
         {"search": "lead"},
         {"archived": "all", "order": "asc"},
     ],

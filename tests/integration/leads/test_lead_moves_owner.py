@@ -1,4 +1,4 @@
-"""Ownership: assignedToUserId must be an active staff member of the organization, and every owner change is
+"""Ownership: assigneeUserId must be an active staff member of the organization, and every owner change is
 on the timeline with who made it and when (lead-intake-principles: "Owner changes")."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _colleague(caller, *, role="coach", status="active", deleted=False):
 
 
 def _assign(caller, lead_id, user_id):
-    return patch_lead(caller, lead_id, {"assignedToUserId": None if user_id is None else str(user_id)})
+    return patch_lead(caller, lead_id, {"assigneeUserId": None if user_id is None else str(user_id)})
 
 
 @pytest.mark.parametrize("role", ["owner", "admin", "coach"])
@@ -42,7 +42,7 @@ def test_a_lead_can_be_assigned_to_an_active_staff_member(caller, lead, role):
     colleague = _colleague(caller, role=role)
     response = _assign(caller, lead["id"], colleague.id)
     assert response.status == 200, response.body
-    assert response.data["assignedToUserId"] == str(colleague.id)
+    assert response.data["assigneeUserId"] == str(colleague.id)
     assert lead_row(lead["id"])["assigned_to_user_id"] == colleague.id
 
 
@@ -67,7 +67,7 @@ def test_null_unassigns_and_is_recorded(caller, lead):
     colleague = _colleague(caller)
     _assign(caller, lead["id"], colleague.id)
     response = _assign(caller, lead["id"], None)
-    assert response.data["assignedToUserId"] is None
+    assert response.data["assigneeUserId"] is None
     assert activities(lead["id"], "owner_changed")[-1]["payload"] == {
         "fromUserId": str(colleague.id),
         "toUserId": None,
@@ -119,7 +119,7 @@ def test_an_unknown_user_is_not_assignable_and_the_answer_reveals_nothing(caller
 
 def test_a_refused_assignment_changes_nothing_else_in_the_same_request(caller, lead):
     member = _colleague(caller, role="member")
-    response = patch_lead(caller, lead["id"], {"assignedToUserId": str(member.id), "isTest": True})
+    response = patch_lead(caller, lead["id"], {"assigneeUserId": str(member.id), "isTest": True})
     assert response.status == 400
     assert lead_row(lead["id"])["is_test"] is False
     assert activities(lead["id"]) == []
@@ -127,6 +127,6 @@ def test_a_refused_assignment_changes_nothing_else_in_the_same_request(caller, l
 
 def test_an_assignee_that_is_not_a_uuid_is_a_400(caller, lead):
     response = call_api(
-        "PATCH", leads_path(caller.org_id, lead["id"]), sub=caller.sub, body={"assignedToUserId": "someone"}
+        "PATCH", leads_path(caller.org_id, lead["id"]), sub=caller.sub, body={"assigneeUserId": "someone"}
     )
     assert (response.status, response.error_code) == (400, "VALIDATION_FAILED")

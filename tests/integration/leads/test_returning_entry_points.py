@@ -149,7 +149,7 @@ def test_a_staff_reopen_by_create_records_the_staff_member_and_gives_them_the_un
 def test_the_assignee_chosen_on_create_takes_the_unowned_reopened_lead(owner, sales):
     coach = make_caller(role="coach", organization=owner.organization)
     lead_id = insert_lead(owner.org_id, sales, "lost", email="ada@example.com")
-    _staff_create(owner, {**ADA, "assignedToUserId": str(coach.user.id)})
+    _staff_create(owner, {**ADA, "assigneeUserId": str(coach.user.id)})
     assert lead_state(lead_id)["assigned_to_user_id"] == coach.user.id
     assert len(timeline_of(lead_id, "owner_changed")) == 1
 

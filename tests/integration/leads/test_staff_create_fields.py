@@ -60,20 +60,20 @@ def test_a_campaign_id_that_is_not_a_uuid_is_a_400_validation_failed():
     assert (response.status, response.error_code) == (400, "VALIDATION_FAILED")
 
 
-# --- assignedToUserId --------------------------------------------------------------------------------------
+# --- assigneeUserId --------------------------------------------------------------------------------------
 
 
 def test_an_active_staff_member_can_be_assigned_at_creation():
     caller = make_caller(role="owner")
     coach = make_user()
     make_membership(caller.organization, coach, role="coach")
-    lead = _create(caller, {"name": "Ada", "assignedToUserId": str(coach.id)}).data
-    assert lead["assignedToUserId"] == str(coach.id)
+    lead = _create(caller, {"name": "Ada", "assigneeUserId": str(coach.id)}).data
+    assert lead["assigneeUserId"] == str(coach.id)
 
 
 def test_the_assignment_at_creation_is_on_the_timeline_with_who_did_it():
     caller = make_caller(role="owner")
-    lead = _create(caller, {"name": "Ada", "assignedToUserId": str(caller.user.id)}).data
+    lead = _create(caller, {"name": "Ada", "assigneeUserId": str(caller.user.id)}).data
     [entry] = activities_of(lead["id"], "owner_changed")
     assert entry["actor_user_id"] == caller.user.id
     assert entry["payload"] == {"fromUserId": None, "toUserId": str(caller.user.id)}
@@ -84,14 +84,14 @@ def test_a_member_who_is_not_staff_cannot_be_assigned(role):
     caller = make_caller(role="owner")
     member = make_user()
     make_membership(caller.organization, member, role=role)
-    response = _create(caller, {"name": "Ada", "assignedToUserId": str(member.id)})
+    response = _create(caller, {"name": "Ada", "assigneeUserId": str(member.id)})
     assert (response.status, response.error_code) == (400, "ASSIGNEE_NOT_STAFF")
 
 
 def test_staff_of_another_organization_cannot_be_assigned():
     caller = make_caller(role="owner")
     outsider = make_caller(role="owner")
-    response = _create(caller, {"name": "Ada", "assignedToUserId": str(outsider.user.id)})
+    response = _create(caller, {"name": "Ada", "assigneeUserId": str(outsider.user.id)})
     assert (response.status, response.error_code) == (400, "ASSIGNEE_NOT_STAFF")
     assert lead_count(caller.org_id) == 0
 

@@ -309,9 +309,9 @@ def test_lists_page_newest_first_and_filter(owner, coach, lead):
     assert [t["id"] for t in first.data] == [ids[2], ids[1]]
     rest = config_call(coach, "GET", "tickets", query={"limit": "2", "cursor": first.body["nextCursor"]})
     assert ([t["id"] for t in rest.data], rest.body["nextCursor"]) == ([ids[0]], None)
-    mine = config_call(coach, "GET", "tickets", query={"assignedTo": "me"})
+    mine = config_call(coach, "GET", "tickets", query={"assignee": "me"})
     assert [t["id"] for t in mine.data] == [ids[0]]
-    triage = config_call(coach, "GET", "tickets", query={"assignedTo": "unassigned"})
+    triage = config_call(coach, "GET", "tickets", query={"assignee": "unassigned"})
     assert [t["id"] for t in triage.data] == [ids[2], ids[1]]
     bad = config_call(coach, "GET", "tickets", query={"cursor": "garbage"})
     assert (bad.status, bad.error_code) == (400, "INVALID_CURSOR")

@@ -87,7 +87,7 @@ def test_setting_it_again_moves_the_same_task(owner):
 
 def test_a_lead_without_a_task_gets_one_for_its_owner(owner):
     coach = make_caller(role="coach", organization=owner.organization)
-    lead = create_lead(coach, assignedToUserId=str(coach.user.id))
+    lead = create_lead(coach, assigneeUserId=str(coach.user.id))
     for task in lead_tasks(lead["id"]):
         task_action(owner, task["id"], "cancel")
     put_follow_up(owner, lead["id"], _body(_local(1, 10)))

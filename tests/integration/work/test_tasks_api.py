@@ -83,8 +83,8 @@ def test_assigned_to_me_is_the_caller(owner):
     coach = make_caller(role="coach", organization=owner.organization)
     mine = create_task(coach, {"title": "mine"}).data
     create_task(owner, {"title": "the owner's"})
-    assert [t["id"] for t in list_tasks(coach, assignedTo="me").data] == [mine["id"]]
-    assert list_tasks(coach, assignedTo="someone").status == 400
+    assert [t["id"] for t in list_tasks(coach, assignee="me").data] == [mine["id"]]
+    assert list_tasks(coach, assignee="someone").status == 400
 
 
 def test_pages_follow_due_date_then_id_with_undated_tasks_last(owner):

@@ -362,7 +362,7 @@ def test_assigned_to_me_lists_only_the_callers_leads(caller, board):
         board, next_action_at=_now() - timedelta(days=1), next_action_type="email", assigned_to_user_id=other_user.id
     )
     attention_lead(board)
-    assert _ids(_queue(caller, {"assignedTo": "me"})) == as_str(mine)
+    assert _ids(_queue(caller, {"assignee": "me"})) == as_str(mine)
 
 
 def test_assigned_to_unassigned_lists_only_ownerless_leads(caller, board):
@@ -370,7 +370,7 @@ def test_assigned_to_unassigned_lists_only_ownerless_leads(caller, board):
         board, next_action_at=_now() - timedelta(days=1), next_action_type="email", assigned_to_user_id=caller.user.id
     )
     nobody = attention_lead(board)
-    assert _ids(_queue(caller, {"assignedTo": "unassigned"})) == as_str(nobody)
+    assert _ids(_queue(caller, {"assignee": "unassigned"})) == as_str(nobody)
 
 
 def test_reason_lists_only_leads_with_that_reason(caller, board):
@@ -434,7 +434,7 @@ def test_the_queue_route_is_not_taken_for_a_lead_id(caller, board):
     "query",
     [
         {"reason": "bored"},
-        {"assignedTo": "someone-else"},
+        {"assignee": "someone-else"},
         {"limit": "0"},
         {"limit": "101"},
         {"limit": "many"},

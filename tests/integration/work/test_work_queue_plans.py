@@ -16,7 +16,7 @@ from sqlalchemy import text
 
 from leadcrm.directory.access import resolve_actor
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.rules.listing import AssignedToFilter
+from leadcrm.platform.assignee import NOBODY, Assignee
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.work.queue import DESC_BASE, TIER_SCALE, QueueCursor, QueueFilters, Window, build_queue_query
 from leadcrm.work.rules.attention import DEFAULT_NEW_LEAD_SLA, Reason, Tier, org_day
@@ -103,15 +103,15 @@ def _cursor(tier: Tier, at: datetime, reason: Reason | None = None) -> QueueCurs
     return QueueCursor(rank_key=int(tier) * TIER_SCALE + rest, id=uuid.UUID(int=0), reason=reason)
 
 
-QUEUE_SHAPES: dict[str, Callable[[], QueueFilters]] = {
-    "first page": lambda: QueueFilters(),
-    "page in the hot tier": lambda: QueueFilters(after=_cursor(Tier.HOT, NOW - timedelta(hours=3))),
-    "page in the due tier": lambda: QueueFilters(after=_cursor(Tier.DUE, NOW - timedelta(days=3))),
-    "page in the cooling tier": lambda: QueueFilters(after=_cursor(Tier.COOLING, NOW - timedelta(days=3))),
-    "page in the backlog": lambda: QueueFilters(after=_cursor(Tier.BACKLOG, NOW - timedelta(days=30))),
-    "assignedTo=me": lambda: QueueFilters(assigned_to=AssignedToFilter.ME),
-    "assignedTo=unassigned": lambda: QueueFilters(assigned_to=AssignedToFilter.UNASSIGNED),
-    **{f"reason={reason.value}": (lambda reason=reason: QueueFilters(reason=reason)) for reason in Reason},
+QUEUE_SHAPES: dict[str, Callable[[Seeded], QueueFilters]] = {
+    "first page": lambda s: QueueFilters(),
+    "page in the hot tier": lambda s: QueueFilters(after=_cursor(Tier.HOT, NOW - timedelta(hours=3))),
+    "page in the due tier": lambda s: QueueFilters(after=_cursor(Tier.DUE, NOW - timedelta(days=3))),
+    "page in the cooling tier": lambda s: QueueFilters(after=_cursor(Tier.COOLING, NOW - timedelta(days=3))),
+    "page in the backlog": lambda s: QueueFilters(after=_cursor(Tier.BACKLOG, NOW - timedelta(days=30))),
+    "assignee=me": lambda s: QueueFilters(assignee=Assignee(s.actor.user_id)),
+    "assignee=unassigned": lambda s: QueueFilters(assignee=NOBODY),
+    **{f"reason={reason.value}": (lambda s, reason=reason: QueueFilters(reason=reason)) for reason in Reason},
 }
 
 
@@ -142,7 +142,7 @@ def _assert_indexed(plan: dict, tables: tuple[str, ...]) -> None:
 @pytest.mark.parametrize("shape", list(QUEUE_SHAPES))
 def test_the_queue_page_reads_leads_through_organization_led_indexes(seeded, shape):
     with get_engine().connect() as conn:
-        plan = explain(conn, build_queue_query(seeded.actor, QUEUE_SHAPES[shape](), seeded.window))
+        plan = explain(conn, build_queue_query(seeded.actor, QUEUE_SHAPES[shape](seeded), seeded.window))
     _assert_indexed(plan, ("leads",))
 
 

@@ -124,10 +124,10 @@ def test_the_window_is_whole_periods_and_defaults_around_today():
     )
     with pytest.raises(BadRequest) as reversed_range:
         window(date(2026, 11, 29), Period.MONTH, date(2026, 5, 1), date(2026, 4, 30))
-    assert reversed_range.value.code == "FORECAST_RANGE_REVERSED"
+    assert reversed_range.value.code == "INVALID_PERIOD"
     with pytest.raises(BadRequest) as too_long:
         window(date(2026, 11, 29), Period.MONTH, date(2020, 1, 1), date(2026, 1, 1))
-    assert too_long.value.code == "FORECAST_RANGE_TOO_LONG"
+    assert too_long.value.code == "INVALID_PERIOD"
 
 
 def test_the_win_rate_is_won_over_closed_by_count():
