@@ -93,7 +93,7 @@ def _the_issues_sla_report(attacker: OrgWorld) -> None:
         "GET",
         f"/organizations/{attacker.id}/ticket-reports/sla",
         sub=attacker.owner,
-        query={"from": "0001-01-01T00:00:00+14:00", "to": "0001-01-02T00:00:00+14:00"},
+        query={"from": "0001-01-01", "to": "0001-01-02"},
     )
     assert response.status < 600  # whatever it answers (a 400 once dates are bounded), it harms nobody else
 

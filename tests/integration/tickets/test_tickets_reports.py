@@ -3,7 +3,7 @@ for tickets created in the period, from one set-based statement."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -16,7 +16,7 @@ from tests.support.tickets_helpers import actor_of, config_call, configure, in_u
 
 LONDON = ZoneInfo("Europe/London")
 MONDAY = datetime(2026, 3, 2, 9, 0, tzinfo=LONDON)
-PERIOD = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-31T00:00:00Z"}
+PERIOD = {"from": "2026-03-01", "to": "2026-03-31"}
 
 
 @pytest.fixture(autouse=True)
@@ -94,3 +94,28 @@ def test_an_empty_period_reports_zeroes_and_a_bad_period_is_a_400(owner):
     assert (backwards.status, backwards.error_code) == (400, "INVALID_PERIOD")
     member = make_caller(role="member", organization=owner.organization)
     assert config_call(member, "GET", "ticket-reports/sla").status == 403
+
+
+def test_the_period_is_local_days_of_the_organization_both_included(owner):
+    report = config_call(owner, "GET", "ticket-reports/sla", query=PERIOD)
+    # London: March 2026 starts in GMT and ends in BST (29 March), so the last day ends at 23:00 UTC.
+    assert report.data["period"] == {
+        "from": "2026-03-01",
+        "to": "2026-03-31",
+        "timezone": "Europe/London",
+        "startsAt": "2026-03-01T00:00:00Z",
+        "endsAt": "2026-03-31T23:00:00Z",
+    }
+
+
+def test_without_a_period_the_report_covers_the_30_days_up_to_today(owner):
+    period = config_call(owner, "GET", "ticket-reports/sla").data["period"]
+    first, last = date.fromisoformat(period["from"]), date.fromisoformat(period["to"])
+    assert (last - first).days == 29
+
+
+def test_a_period_is_days_not_instants_and_at_most_366_of_them(owner):
+    instant = config_call(owner, "GET", "ticket-reports/sla", query={"from": "2026-03-01T00:00:00Z"})
+    assert (instant.status, instant.error_code) == (400, "VALIDATION_FAILED")
+    too_long = config_call(owner, "GET", "ticket-reports/sla", query={"from": "2025-01-01", "to": "2026-01-02"})
+    assert (too_long.status, too_long.error_code) == (400, "INVALID_PERIOD")
