@@ -236,3 +236,17 @@ def test_the_list_filters_and_pages_by_keyset_newest_first(coach):
     assert len(both) == 3
     bad = call_api("GET", path, sub=coach.sub, query={"cursor": "nope"})
     assert (bad.status, bad.error_code) == (400, "INVALID_CURSOR")
+
+
+def test_the_list_filters_by_any_assignee_the_way_every_list_does(coach):
+    other = make_caller(role="coach", organization=coach.organization)
+    open_deal(coach)
+    theirs = open_deal(other)
+    path = deals_path(coach.org_id)
+    by_user = call_api("GET", path, sub=coach.sub, query={"assignee": str(other.user.id)}).data
+    assert [d["id"] for d in by_user] == [theirs["id"]] and by_user[0]["assigneeUserId"] == str(other.user.id)
+    assert call_api("GET", path, sub=coach.sub, query={"assignee": "unassigned"}).data == []
+    reversed_range = call_api(
+        "GET", path, sub=coach.sub, query={"expectedCloseFrom": "2026-02-01", "expectedCloseTo": "2026-01-01"}
+    )
+    assert (reversed_range.status, reversed_range.error_code) == (400, "INVALID_PERIOD")

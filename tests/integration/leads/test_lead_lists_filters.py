@@ -179,7 +179,7 @@ def test_archived_all_lists_both(caller, board):
 # -- assignee ----------------------------------------------------------------------------------------------
 
 
-def test_assigned_to_me_lists_the_callers_own_leads(caller, board):
+def test_assignee_me_lists_the_callers_own_leads(caller, board):
     colleague = make_user()
     make_membership(caller.organization, colleague, role="coach")
     mine = insert_lead(board, assigned_to=caller.user.id)
@@ -188,14 +188,14 @@ def test_assigned_to_me_lists_the_callers_own_leads(caller, board):
     assert _listed(caller, {"assignee": "me"}) == set(as_str(mine))
 
 
-def test_assigned_to_me_means_whoever_calls(caller, board):
+def test_assignee_me_means_whoever_calls(caller, board):
     colleague = make_caller(organization=caller.organization)
     insert_lead(board, assigned_to=caller.user.id)
     theirs = insert_lead(board, assigned_to=colleague.user.id)
     assert _listed(colleague, {"assignee": "me"}) == set(as_str(theirs))
 
 
-def test_assigned_to_unassigned_lists_leads_without_an_owner(caller, board):
+def test_assignee_unassigned_lists_leads_without_an_owner(caller, board):
     insert_lead(board, assigned_to=caller.user.id)
     nobodys = insert_lead(board)
     assert _listed(caller, {"assignee": "unassigned"}) == set(as_str(nobodys))

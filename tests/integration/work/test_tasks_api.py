@@ -79,12 +79,22 @@ def test_the_list_filters_by_type_and_lead(owner):
     assert list_tasks(owner, leadId=str(uuid.uuid4())).data == []
 
 
-def test_assigned_to_me_is_the_caller(owner):
+def test_assignee_me_is_the_caller(owner):
     coach = make_caller(role="coach", organization=owner.organization)
     mine = create_task(coach, {"title": "mine"}).data
     create_task(owner, {"title": "the owner's"})
     assert [t["id"] for t in list_tasks(coach, assignee="me").data] == [mine["id"]]
     assert list_tasks(coach, assignee="someone").status == 400
+
+
+def test_assignee_a_user_id_or_unassigned_narrows_the_list(owner):
+    coach = make_caller(role="coach", organization=owner.organization)
+    theirs = create_task(owner, {"title": "theirs", "assigneeUserId": str(coach.user.id)}).data
+    nobodys = create_task(owner, {"title": "nobody's"}).data
+    assert patch_task(owner, nobodys["id"], {"assigneeUserId": None}).status == 200
+    create_task(owner, {"title": "the owner's"})
+    assert [t["id"] for t in list_tasks(owner, assignee=str(coach.user.id)).data] == [theirs["id"]]
+    assert [t["id"] for t in list_tasks(owner, assignee="unassigned").data] == [nobodys["id"]]
 
 
 def test_pages_follow_due_date_then_id_with_undated_tasks_last(owner):

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from leadcrm.directory.access import resolve_actor
-from leadcrm.leads.rules.listing import AssignedToFilter
+from leadcrm.platform.assignee import Assignee
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.work.queue import QueueFilters, decode_queue_cursor, queue_page
 from tests.support.api import call_api
@@ -352,7 +352,7 @@ def test_a_page_costs_two_statements_whatever_its_size(caller, board):
 # -- filters -----------------------------------------------------------------------------------------------------
 
 
-def test_assigned_to_me_lists_only_the_callers_leads(caller, board):
+def test_assignee_me_lists_only_the_callers_leads(caller, board):
     mine = attention_lead(
         board, next_action_at=_now() - timedelta(days=1), next_action_type="email", assigned_to_user_id=caller.user.id
     )
@@ -365,7 +365,7 @@ def test_assigned_to_me_lists_only_the_callers_leads(caller, board):
     assert _ids(_queue(caller, {"assignee": "me"})) == as_str(mine)
 
 
-def test_assigned_to_unassigned_lists_only_ownerless_leads(caller, board):
+def test_assignee_unassigned_lists_only_ownerless_leads(caller, board):
     attention_lead(
         board, next_action_at=_now() - timedelta(days=1), next_action_type="email", assigned_to_user_id=caller.user.id
     )
@@ -394,9 +394,9 @@ def test_reason_due_today_excludes_overdue_follow_ups(caller, board):
     assert [i["id"] for i in _service_page(caller, now, reason=Reason.FOLLOW_UP_DUE_TODAY).items] == [today]
 
 
-def test_assigned_to_me_on_the_service_skips_nobodys_leads(caller, board):
+def test_assignee_me_on_the_service_skips_nobodys_leads(caller, board):
     attention_lead(board)
-    assert _service_page(caller, _now(), assigned_to=AssignedToFilter.ME).items == []
+    assert _service_page(caller, _now(), assignee=Assignee(caller.user.id)).items == []
 
 
 # -- gates and bad input ---------------------------------------------------------------------------------------
