@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from infra.local import aws, faults, ses
+from infra.local import aws, docs, faults, ses
 from infra.local.auth import KEY_FILE, MAX_TTL_SECONDS, TOKEN_DAYS, JwtAuthorizer, LocalAuthority, TokenRefused
 from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_result, make_server
 from infra.local.graph import LocalGraph
@@ -151,6 +151,8 @@ class LocalStack:
             return _json(status, answer)
         if path.startswith("/_local/"):
             return self.local_route(method, path, body, query)
+        if docs.is_docs_path(path):  # Swagger UI over /openapi.json: the local stack's own page, not the API's
+            return docs.serve(method, path)
         if method == "OPTIONS":  # CORS preflight, answered by API Gateway itself
             return (
                 204,
