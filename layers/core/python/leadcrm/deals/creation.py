@@ -97,7 +97,7 @@ def create_deal(uow: UnitOfWork, actor: Actor, new: NewDeal) -> dict[str, Any]:
         actor.user_id,
         row,
         HISTORY_CREATED,
-        payload={"stageId": str(stage.id), "ownerUserId": str(owner) if owner else None},
+        payload={"stageId": str(stage.id), "assigneeUserId": str(owner) if owner else None},
     )
     history.update(to_stage_id=stage.id, to_status=DealStatus.OPEN.value)
     record_history(uow, actor, row, history, deal_event(DEAL_CREATED, actor, row, stageId=str(stage.id)))
