@@ -51,7 +51,7 @@ export async function myLeads(api: LeadCrm, orgId: string): Promise<LeadListItem
   let cursor: string | undefined;
   do {
     const { data, error, response } = await api.GET("/organizations/{orgId}/leads", {
-      params: { path: { orgId }, query: { assignedTo: "me", limit: 50, cursor } },
+      params: { path: { orgId }, query: { assignee: "me", limit: 50, cursor } },
     });
     if (error !== undefined) {
       throw new Error(describeRefusal(response.status, error));
