@@ -177,8 +177,8 @@ def test_a_garbage_cursor_is_a_400_invalid_cursor(cursor):
     assert (response.status, response.error_code) == (400, "INVALID_CURSOR")
 
 
-@pytest.mark.parametrize("limit", [0, 101, -1])
-def test_a_limit_outside_1_to_100_is_a_400(limit):
+@pytest.mark.parametrize("limit", [0, 201, -1])
+def test_a_limit_outside_1_to_200_is_a_400(limit):
     caller = make_caller()
     response = _list(caller, limit=limit)
     assert (response.status, response.error_code) == (400, "VALIDATION_FAILED")
@@ -189,8 +189,8 @@ def test_a_limit_that_is_not_a_number_is_a_400():
     assert _list(caller, limit="ten").status == 400
 
 
-@pytest.mark.parametrize("limit", [1, 100])
-def test_limits_of_1_and_100_are_accepted(limit):
+@pytest.mark.parametrize("limit", [1, 200])
+def test_limits_of_1_and_200_are_accepted(limit):
     caller = make_caller()
     _create(caller)
     assert _list(caller, limit=limit).status == 200

@@ -50,7 +50,7 @@ def _get(caller, query):
         {"sort": "created_at"},
         {"order": "up"},
         {"limit": "0"},
-        {"limit": "101"},
+        {"limit": "201"},
         {"limit": "-1"},
         {"limit": "ten"},
         {"limit": "1e3"},

@@ -436,7 +436,7 @@ def test_the_queue_route_is_not_taken_for_a_lead_id(caller, board):
         {"reason": "bored"},
         {"assignee": "someone-else"},
         {"limit": "0"},
-        {"limit": "101"},
+        {"limit": "201"},
         {"limit": "many"},
         {"cursor": "not-a-cursor"},
         {"cursor": "W10"},

@@ -71,8 +71,8 @@ def test_like_wildcards_in_a_term_are_matched_literally():
 # -- bounds -----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("limit", [0, 101, -5])
-def test_a_page_size_outside_1_to_100_is_refused(limit):
+@pytest.mark.parametrize("limit", [0, 201, -5])
+def test_a_page_size_outside_1_to_200_is_refused(limit):
     with pytest.raises(BadRequest):
         LeadListFilters(limit=limit)
 
