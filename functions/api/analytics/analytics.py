@@ -7,7 +7,7 @@ Registered before `…/leads/{leadId}` (api.handler), so `analytics` is never re
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -37,6 +37,7 @@ from leadcrm.analytics.attribution_report import attribution_report
 from leadcrm.analytics.rules.reports import MAX_ATTRIBUTION_WINDOW_DAYS, Period, attribution_window, period_of
 from leadcrm.directory.access import require_staff
 from leadcrm.directory.rules import Actor
+from leadcrm.platform import clock
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
@@ -71,7 +72,7 @@ def overview(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Le
     with UnitOfWork() as uow:
         actor, timezone, period = _scope(uow, orgId, from_, to)
         figures = analytics.lead_analytics(
-            uow.connection, actor.organization_id, period, now=datetime.now(UTC), timezone=timezone
+            uow.connection, actor.organization_id, period, now=clock.now(), timezone=timezone
         )
     return Envelope[LeadAnalyticsOut](
         data=LeadAnalyticsOut(

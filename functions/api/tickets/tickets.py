@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Annotated, Any, Literal
 
 from aws_lambda_powertools.event_handler import Response
@@ -44,6 +44,7 @@ from api.tickets.schemas_tickets import (
 )
 from leadcrm.directory.access import require_feature, require_staff
 from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor
+from leadcrm.platform import clock
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Forbidden
 from leadcrm.platform.ids import parse_uuid
@@ -327,7 +328,7 @@ def sla_report(
 ) -> SlaReportEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
-        end = to or datetime.now(UTC)
+        end = to or clock.now()
         start = from_ or end - timedelta(days=30)
         if start >= end or end - start > timedelta(days=MAX_REPORT_DAYS):
             raise BadRequest(f"from must be before to, at most {MAX_REPORT_DAYS} days apart.", code="INVALID_PERIOD")

@@ -24,7 +24,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 
 from leadcrm.conversations.queries import lock_or_read_thread
 from leadcrm.conversations.rules.messages import Direction, MessageStatus
@@ -41,6 +41,7 @@ from leadcrm.conversations.tables import conversation_messages
 from leadcrm.conversations.threads import Sender
 from leadcrm.directory.rules import system_actor
 from leadcrm.directory.tables import organizations
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import AppError
 
@@ -63,7 +64,7 @@ def run_queued_email_sweep(*, send: Sender | None = None) -> dict[str, int]:
             .where(
                 conversation_messages.c.status == MessageStatus.QUEUED.value,
                 conversation_messages.c.direction == Direction.OUTBOUND.value,
-                conversation_messages.c.created_at < func.now() - QUEUED_LEASE,
+                conversation_messages.c.created_at < sql_now() - QUEUED_LEASE,
             )
             .order_by(conversation_messages.c.created_at)
             .limit(BATCH)

@@ -39,6 +39,7 @@ from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.platform import mail_keys
 from leadcrm.platform.adapters import ses
 from leadcrm.platform.adapters.aws import error_code
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Forbidden
 from leadcrm.platform.ids import uuid7
@@ -209,7 +210,7 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
         {
             "status": MessageStatus.SENT.value,
             "provider_message_id": delivery.provider_message_id,
-            "sent_at": func.coalesce(conversation_messages.c.sent_at, func.now()),
+            "sent_at": func.coalesce(conversation_messages.c.sent_at, sql_now()),
             "error": None,
         }  # fmt: skip
         if delivery.sent
@@ -235,11 +236,11 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
             .values(subject=func.coalesce(conversations.c.subject, queued.store_subject))
         )
     if delivery.sent and queued.lead_id is not None:
-        stamps: dict[str, Any] = {"last_outbound_at": func.now(), "last_contact_attempt_at": func.now()}
+        stamps: dict[str, Any] = {"last_outbound_at": sql_now(), "last_contact_attempt_at": sql_now()}
         if actor.user_id is not None:
             # A staff member's own email is a human response (touches.py keeps the same rule for logged
             # touches): the first one is kept, a later one never moves it.
-            stamps["first_human_response_at"] = func.coalesce(leads.c.first_human_response_at, func.now())
+            stamps["first_human_response_at"] = func.coalesce(leads.c.first_human_response_at, sql_now())
         conn.execute(
             update(leads)
             .where(leads.c.organization_id == actor.organization_id, leads.c.id == queued.lead_id)
@@ -301,7 +302,7 @@ def claim_send(message_id: uuid.UUID) -> bool:
                 conversation_messages.c.status == MessageStatus.QUEUED.value,
                 conversation_messages.c.send_attempts == 0,
             )
-            .values(send_attempts=conversation_messages.c.send_attempts + 1, send_claimed_at=func.now())
+            .values(send_attempts=conversation_messages.c.send_attempts + 1, send_claimed_at=sql_now())
             .returning(conversation_messages.c.id)
         ).first()
         uow.commit()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -26,6 +26,7 @@ from sqlalchemy import Connection, select, text
 
 from leadcrm.deals.rules.forecast import Period, win_rate, window
 from leadcrm.directory.tables import organizations
+from leadcrm.platform import clock
 
 _FORECAST_SQL = """
 WITH scoped AS (
@@ -96,7 +97,7 @@ def forecast(
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
         timezone, zone = "UTC", ZoneInfo("UTC")
-    today = (now or datetime.now(UTC)).astimezone(zone).date()
+    today = (now or clock.now()).astimezone(zone).date()
     start, end = window(today, query.period, query.first, query.last)
     rows = conn.execute(
         text(_FORECAST_SQL),

@@ -50,6 +50,7 @@ from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
 from leadcrm.leads.touches import imported_first_touches
 from leadcrm.pipelines.stages import default_new_stage
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import DomainEvent
@@ -131,15 +132,15 @@ def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
                 lead_import_jobs.c.id == job_id,
                 lead_import_jobs.c.status.in_((QUEUED, RUNNING)),
                 (lead_import_jobs.c.lease_until.is_(None))
-                | (lead_import_jobs.c.lease_until < func.now())
+                | (lead_import_jobs.c.lease_until < sql_now())
                 | (lead_import_jobs.c.lease_owner == worker),
             )
             .values(
                 status=RUNNING,
                 lease_owner=worker,
-                lease_until=func.now() + text(f"interval '{LEASE_SECONDS} seconds'"),
-                started_at=func.coalesce(lead_import_jobs.c.started_at, func.now()),
-                updated_at=func.now(),
+                lease_until=sql_now() + text(f"interval '{LEASE_SECONDS} seconds'"),
+                started_at=func.coalesce(lead_import_jobs.c.started_at, sql_now()),
+                updated_at=sql_now(),
             )
             .returning(
                 lead_import_jobs.c.organization_id,
@@ -208,8 +209,8 @@ def _commit_chunk(
                 created_count=lead_import_jobs.c.created_count + counts["created"],
                 duplicate_count=lead_import_jobs.c.duplicate_count + counts["duplicate"],
                 invalid_count=lead_import_jobs.c.invalid_count + counts["invalid"],
-                lease_until=func.now() + text(f"interval '{LEASE_SECONDS} seconds'"),
-                updated_at=func.now(),
+                lease_until=sql_now() + text(f"interval '{LEASE_SECONDS} seconds'"),
+                updated_at=sql_now(),
             )
         )
         uow.commit()
@@ -358,7 +359,7 @@ def _release(job_id: uuid.UUID, worker: str) -> None:
         uow.connection.execute(
             update(lead_import_jobs)
             .where(lead_import_jobs.c.id == job_id, lead_import_jobs.c.lease_owner == worker)
-            .values(lease_owner=None, lease_until=None, updated_at=func.now())
+            .values(lease_owner=None, lease_until=None, updated_at=sql_now())
         )
         uow.commit()
 
@@ -373,8 +374,8 @@ def _fail(job_id: uuid.UUID, worker: str, code: str, message: str) -> None:
                 error_message=message,
                 lease_owner=None,
                 lease_until=None,
-                finished_at=func.now(),
-                updated_at=func.now(),
+                finished_at=sql_now(),
+                updated_at=sql_now(),
             )
         )
         uow.commit()
@@ -385,7 +386,7 @@ def _complete(job_id: uuid.UUID, worker: str, claim: _Claim) -> None:
         row = uow.connection.execute(
             update(lead_import_jobs)
             .where(lead_import_jobs.c.id == job_id, lead_import_jobs.c.lease_owner == worker)
-            .values(status=COMPLETED, lease_owner=None, lease_until=None, finished_at=func.now(), updated_at=func.now())
+            .values(status=COMPLETED, lease_owner=None, lease_until=None, finished_at=sql_now(), updated_at=sql_now())
             .returning(
                 lead_import_jobs.c.rows_processed,
                 lead_import_jobs.c.created_count,

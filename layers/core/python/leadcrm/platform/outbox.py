@@ -11,6 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, extract, func, literal, select, update
 
 from leadcrm.platform.adapters import eventbridge
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.events import DomainEvent
@@ -76,7 +77,7 @@ def oldest_unpublished_age_seconds() -> float:
     """How long the oldest unpublished event has waited (0 when none waits): one index read."""
     with transaction() as conn:
         age = conn.execute(
-            select(extract("epoch", func.now() - func.min(outbox.c.occurred_at))).where(outbox.c.published_at.is_(None))
+            select(extract("epoch", sql_now() - func.min(outbox.c.occurred_at))).where(outbox.c.published_at.is_(None))
         ).scalar_one()
     return max(float(age), 0.0) if age is not None else 0.0
 
@@ -95,7 +96,7 @@ def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
         rows = (
             conn.execute(
                 select(outbox)
-                .where(outbox.c.published_at.is_(None), outbox.c.occurred_at < func.now() - grace)
+                .where(outbox.c.published_at.is_(None), outbox.c.occurred_at < sql_now() - grace)
                 .order_by(outbox.c.occurred_at)
                 .limit(batch)
                 .with_for_update(skip_locked=True)
@@ -131,7 +132,7 @@ def _mark(conn: Connection, published: list[str], failed: dict[str, str]) -> Non
         conn.execute(
             update(outbox)
             .where(outbox.c.id == any_(cast(literal("{" + ",".join(published) + "}"), ARRAY(Uuid))))
-            .values(published_at=func.now(), attempts=outbox.c.attempts + 1, last_error=None)
+            .values(published_at=sql_now(), attempts=outbox.c.attempts + 1, last_error=None)
         )
     if failed:
         errors = recordset(

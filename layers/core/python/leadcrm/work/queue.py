@@ -40,6 +40,7 @@ from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.rules.listing import AssignedToFilter
 from leadcrm.leads.tables import INBOUND_UNANSWERED_SQL, QUEUE_SCOPE_SQL, REAL_FOLLOW_UP_SQL, UNTOUCHED_NEW_SQL, leads
+from leadcrm.platform import clock
 from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
 from leadcrm.work.rules.attention import (
@@ -385,7 +386,7 @@ _FACT_FIELDS = tuple(LeadFacts.__dataclass_fields__)
 
 
 def queue_page(conn: Connection, actor: Actor, filters: QueueFilters, *, now: datetime | None = None) -> QueuePage:
-    window = attention_window(conn, actor.organization_id, now or datetime.now(UTC))
+    window = attention_window(conn, actor.organization_id, now or clock.now())
     rows = conn.execute(build_queue_query(actor, filters, window)).mappings().all()
     page = rows[: filters.limit]
     items = []
