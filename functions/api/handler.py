@@ -192,7 +192,9 @@ def _document_errors(document: dict[str, Any]) -> dict[str, Any]:
             if "204" in responses:  # no body at all, so no media type either
                 responses["204"].pop("content", None)
     schemas = document["components"]["schemas"]
-    for unused in ("HTTPValidationError", "ValidationError"):
+    # Powertools' own validation models: our errors answer the Error shape instead, and nothing refers to them
+    # (ResponseValidationError refers to ValidationError, so keeping it alone left a dangling $ref).
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(unused, None)
     return document
 
