@@ -14,7 +14,7 @@ from enum import StrEnum
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Text, Uuid, func, insert, literal, select, text, update
+from sqlalchemy import Connection, DateTime, Integer, Text, Uuid, func, insert, literal, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -49,6 +49,7 @@ from leadcrm.leads.rules.intake import dedup_lock_keys, normalized_email
 from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
 from leadcrm.leads.touches import imported_first_touches
 from leadcrm.pipelines.stages import default_new_stage
+from leadcrm.platform import clock
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
@@ -292,42 +293,44 @@ def _insert_leads(
     conn: Connection, organization_id: uuid.UUID, actor_user_id: uuid.UUID | None, rows: list[dict[str, Any]]
 ) -> None:
     """The chunk's leads, their first status events, their receipts and their first touches (attribution):
-    four statements whatever the size."""
+    four statements whatever the size, all at one instant of the clock (a lead's creation, its first status,
+    receipt and touch are one moment)."""
     placement = default_new_stage(conn, organization_id)
     src = recordset("import_leads", "src", rows, _LEAD_ROW_COLUMNS)
     org, actor = literal(organization_id, Uuid), literal(actor_user_id, Uuid)
+    at = literal(clock.now(), DateTime(timezone=True))
     conn.execute(
         insert(leads).from_select(
             [
                 "id", "organization_id", "name", "email", "phone", "locale", "note", "source", "status",
-                "pipeline_id", "stage_id", "created_by_user_id",
+                "pipeline_id", "stage_id", "created_by_user_id", "created_at", "updated_at", "status_changed_at",
             ],
             select(
                 src.c.id, org, src.c.name, src.c.email, src.c.phone, src.c.locale, src.c.note,
                 literal(IMPORT_SOURCE), literal(placement.category.value), literal(placement.pipeline_id, Uuid),
-                literal(placement.stage_id, Uuid), actor,
+                literal(placement.stage_id, Uuid), actor, at, at, at,
             ),
         )
     )  # fmt: skip
     src = recordset("import_events", "src", rows, _LEAD_ROW_COLUMNS)
     conn.execute(
         insert(lead_status_events).from_select(
-            ["id", "organization_id", "lead_id", "to_status", "to_stage_id", "actor_user_id"],
+            ["id", "organization_id", "lead_id", "to_status", "to_stage_id", "actor_user_id", "changed_at"],
             select(
                 src.c.status_event_id, org, src.c.id, literal(placement.category.value),
-                literal(placement.stage_id, Uuid), actor,
+                literal(placement.stage_id, Uuid), actor, at,
             ),
         )
     )  # fmt: skip
     src = recordset("import_receipts", "src", rows, _LEAD_ROW_COLUMNS)
     conn.execute(
         insert(lead_receipts).from_select(
-            ["id", "organization_id", "lead_id", "channel", "duplicate", "payload"],
-            select(src.c.receipt_id, org, src.c.id, literal(IMPORT_CHANNEL), literal(False), src.c.payload),
+            ["id", "organization_id", "lead_id", "channel", "duplicate", "payload", "received_at"],
+            select(src.c.receipt_id, org, src.c.id, literal(IMPORT_CHANNEL), literal(False), src.c.payload, at),
         )
     )
     src = recordset("import_touches", "src", rows, _LEAD_ROW_COLUMNS)
-    conn.execute(imported_first_touches(organization_id, src))
+    conn.execute(imported_first_touches(organization_id, src, at))
 
 _REPORT_COLUMNS = {"row_number": Integer, "outcome": Text, "lead_id": Uuid, "existing_lead_id": Uuid, "errors": JSONB}
 
