@@ -17,11 +17,13 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
 from api.leads.schemas_returning import ReopenBody, ReopenEnvelope, ReopenMeta, ReturnedLead
+from api.operations import Operations
 from leadcrm.directory.access import require_staff
 from leadcrm.leads.returning import reopen_lead
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
 REOPEN_RESPONSES = {
     200: {"description": "Reopened (meta.outcome reopened), or already open and left as it is (already_open)"},
@@ -30,11 +32,20 @@ REOPEN_RESPONSES = {
 }
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/leads/<leadId>/reopen",
-    tags=["Leads"],
-    summary="Reopen a closed lead (staff)",
-    responses=REOPEN_RESPONSES,
+    "reopenLead",
+    "Reopen a closed lead",
+    (
+        "A closed lead (lost, frozen, archived) goes back to its pipeline's `new` stage; a won lead is not reopened "
+        "(400 LEAD_WON_NOT_REOPENABLE)."
+    ),
+    errors={
+        400: ["LEAD_WON_NOT_REOPENABLE"],
+        404: ["LEAD_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["PIPELINE_HAS_NO_NEW_STAGE"],
+    },
+    ok=REOPEN_RESPONSES,
 )
 def reopen(
     orgId: str,  # the path names them as the API documents them
