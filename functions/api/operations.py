@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
-from pydantic import BaseModel, ConfigDict, Field
+
+from api.schemas import Error
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,26 +56,6 @@ STATUS_TEXT = {
     500: "Our failure",
     503: "Not configured on this deployment",
 }
-
-
-class ErrorDetail(BaseModel):
-    """What went wrong: `code` is stable and machine-readable, `message` is for people and may change; some
-    codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details)."""
-
-    model_config = ConfigDict(extra="allow", title="ErrorDetail")
-
-    code: str = Field(
-        description="Stable error code; each response lists the ones it can carry", examples=["LEAD_NOT_FOUND"]
-    )
-    message: str = Field(description="For people; may change", examples=["Lead not found."])
-
-
-class Error(BaseModel):
-    """Every error answer: `{"error": {"code", "message", …}}` (leadcrm.platform.errors)."""
-
-    model_config = ConfigDict(title="Error")
-
-    error: ErrorDetail
 
 
 def _annotations(func: Callable[..., Any]) -> dict[str, Any]:

@@ -121,10 +121,19 @@ class ListEnvelope(OutModel, Generic[T]):
     next_cursor: str | None
 
 
-class ErrorBody(BaseModel):
-    code: str
-    message: str
+class ErrorDetail(BaseModel):
+    """What went wrong: `code` is stable and machine-readable, `message` is for people and may change; some
+    codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    code: str = Field(
+        description="Stable error code; each response lists the ones it can carry", examples=["LEAD_NOT_FOUND"]
+    )
+    message: str = Field(description="For people; may change", examples=["Lead not found."])
 
 
-class ErrorEnvelope(BaseModel):
-    error: ErrorBody
+class Error(BaseModel):
+    """Every error answer: `{"error": {"code", "message", …}}` (leadcrm.platform.errors)."""
+
+    error: ErrorDetail

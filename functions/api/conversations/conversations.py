@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.conversations.schemas_conversations import (
-    AssignBody,
+    AssignConversationBody,
     Conversation,
     ConversationPatchBody,
     ConversationWithMessage,
@@ -331,7 +331,7 @@ def mark_read(orgId: str, conversationId: str) -> Envelope[Conversation]:
     errors={400: ["ASSIGNEE_NOT_MEMBER"], 404: ["CONVERSATION_NOT_FOUND"]},
     ok={400: {"description": "ASSIGNEE_NOT_MEMBER"}, **OK},
 )
-def assign(orgId: str, conversationId: str, body: Annotated[AssignBody, Body()]) -> Envelope[Conversation]:
+def assign(orgId: str, conversationId: str, body: Annotated[AssignConversationBody, Body()]) -> Envelope[Conversation]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         thread = service.assign(

@@ -54,7 +54,7 @@ class NoteBody(CamelModel):
     body: str = Field(min_length=1, max_length=MAX_NOTE_LENGTH)
 
 
-class AssignBody(CamelModel):
+class AssignConversationBody(CamelModel):
     """An active member of the organization, or null to unassign."""
 
     assigned_to_user_id: uuid.UUID | None

@@ -11,7 +11,12 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.directory.schemas_directory import Member, Settings, SettingsEnvelope, UpdateSettingsBody
+from api.directory.schemas_directory import (
+    Member,
+    OrganizationSettings,
+    OrganizationSettingsEnvelope,
+    UpdateOrganizationSettingsBody,
+)
 from api.http import caller
 from api.operations import MANAGER, Operations
 from api.schemas import ListEnvelope
@@ -44,11 +49,11 @@ OWNERSHIP = (
     OWNERSHIP,
     errors={404: ["ORGANIZATION_NOT_FOUND"]},
 )
-def read_settings(orgId: str) -> SettingsEnvelope:
+def read_settings(orgId: str) -> OrganizationSettingsEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         view = queries.read_settings(uow.connection, actor.organization_id)
-    return SettingsEnvelope(data=Settings.from_view(view))
+    return OrganizationSettingsEnvelope(data=OrganizationSettings.from_view(view))
 
 
 @ops.patch(
@@ -60,12 +65,14 @@ def read_settings(orgId: str) -> SettingsEnvelope:
     errors={400: ["ASSIGNEE_NOT_STAFF"], 404: ["ORGANIZATION_NOT_FOUND"]},
     ok={200: {"description": "The settings as they now are"}, 400: {"description": "ASSIGNEE_NOT_STAFF"}},
 )
-def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> SettingsEnvelope:
+def update_settings(
+    orgId: str, body: Annotated[UpdateOrganizationSettingsBody, Body()]
+) -> OrganizationSettingsEnvelope:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
         view = settings.update_settings(uow, actor, body.changes())
         uow.commit()
-    return SettingsEnvelope(data=Settings.from_view(view))
+    return OrganizationSettingsEnvelope(data=OrganizationSettings.from_view(view))
 
 
 @ops.get(
@@ -73,7 +80,7 @@ def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> 
     "listMembers",
     "Active members by name, in keyset pages",
     "Live, active memberships with the user's name and email, ordered by first name, last name; `role` "
-        "takes several values (comma-separated or repeated). `nextCursor` names the page's last membership.",
+    "takes several values (comma-separated or repeated). `nextCursor` names the page's last membership.",
 )
 def members(
     orgId: str,

@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
-from api.leads.schemas_returning import ReopenBody, ReopenEnvelope, ReopenMeta, ReturnedLead
+from api.leads.schemas_returning import ReopenEnvelope, ReopenLeadBody, ReopenMeta, ReturnedLead
 from api.operations import Operations
 from leadcrm.directory.access import require_staff
 from leadcrm.leads.returning import reopen_lead
@@ -50,7 +50,7 @@ REOPEN_RESPONSES = {
 def reopen(
     orgId: str,  # the path names them as the API documents them
     leadId: str,
-    body: Annotated[ReopenBody | None, Body()] = None,
+    body: Annotated[ReopenLeadBody | None, Body()] = None,
 ) -> Response[ReopenEnvelope]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))

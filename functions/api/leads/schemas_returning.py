@@ -10,7 +10,7 @@ from pydantic import Field
 from api.schemas import CamelModel, Lead, OutModel
 
 
-class ReopenBody(CamelModel):
+class ReopenLeadBody(CamelModel):
     """Optional: what the person said, appended to the lead's note (a repeat of its last sentence is not)."""
 
     note: str | None = Field(default=None, max_length=5000)

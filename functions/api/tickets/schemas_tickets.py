@@ -33,12 +33,12 @@ class CreateTicketBody(CamelModel):
         return self
 
 
-class AssignBody(CamelModel):
+class AssignTicketBody(CamelModel):
     assignee_user_id: uuid.UUID | None = None
     queue_id: uuid.UUID | None = None
 
     @model_validator(mode="after")
-    def _something(self) -> AssignBody:
+    def _something(self) -> AssignTicketBody:
         if self.assignee_user_id is None and self.queue_id is None:
             raise ValueError("send assigneeUserId, queueId or both")
         return self
@@ -57,7 +57,7 @@ class ResolveBody(CamelModel):
     resolution: str = Field(min_length=1, max_length=20000)
 
 
-class ReopenBody(CamelModel):
+class ReopenTicketBody(CamelModel):
     reason: str = Field(min_length=1, max_length=2000)
 
 
@@ -199,7 +199,7 @@ class SlaPolicy(CamelModel):
     resolution_minutes: int = Field(ge=1, le=60 * 24 * 365)
 
 
-class UpdateSettingsBody(CamelModel):
+class UpdateTicketSettingsBody(CamelModel):
     """Only the fields sent change. `businessHours`: {"mon": [["09:00", "17:00"]], …} in the organization's
     timezone (a day not named is closed). `holidays` replaces the list. `slaPolicies` sets the priorities named."""
 
@@ -212,7 +212,7 @@ class UpdateSettingsBody(CamelModel):
     rotate_support_address: bool = False
 
     @model_validator(mode="after")
-    def _something(self) -> UpdateSettingsBody:
+    def _something(self) -> UpdateTicketSettingsBody:
         if not self.model_fields_set:
             raise ValueError("send at least one field")
         return self
@@ -239,7 +239,7 @@ class SlaPolicyOut(OutModel):
     resolution_minutes: int
 
 
-class Settings(OutModel):
+class TicketSettings(OutModel):
     support_address: str
     timezone: str
     business_hours: dict[str, list[list[str]]]
@@ -250,13 +250,13 @@ class Settings(OutModel):
     sla_policies: list[SlaPolicyOut]
 
     @classmethod
-    def from_view(cls, view: dict[str, Any]) -> Settings:
+    def from_view(cls, view: dict[str, Any]) -> TicketSettings:
         holidays = [{"date": h["holiday_date"], "name": h["name"]} for h in view["holidays"]]
         return cls.model_validate({**view, "holidays": holidays})
 
 
-class SettingsEnvelope(OutModel):
-    data: Settings
+class TicketSettingsEnvelope(OutModel):
+    data: TicketSettings
 
 
 # -- queues and rules ------------------------------------------------------------------------------------------

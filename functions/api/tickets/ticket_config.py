@@ -21,11 +21,11 @@ from api.tickets.schemas_tickets import (
     RuleEnvelope,
     RuleListEnvelope,
     RuleOrderBody,
-    Settings,
-    SettingsEnvelope,
+    TicketSettings,
+    TicketSettingsEnvelope,
     UpdateQueueBody,
     UpdateRuleBody,
-    UpdateSettingsBody,
+    UpdateTicketSettingsBody,
 )
 from api.tickets.tickets import OK
 from leadcrm.directory.access import require_manager, require_staff
@@ -42,12 +42,12 @@ ops = Operations(router, "Tickets")
     "Helpdesk settings",
     "The helpdesk's support address, business hours, holidays, SLA targets, auto-close and escalation share.",
 )
-def settings(orgId: str) -> SettingsEnvelope:
+def settings(orgId: str) -> TicketSettingsEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         view = ticket_config.settings_view(uow.connection, actor.organization_id)
         uow.commit()  # the first read makes the settings row (and the support address)
-    return SettingsEnvelope(data=Settings.from_view(view))
+    return TicketSettingsEnvelope(data=TicketSettings.from_view(view))
 
 
 @ops.patch(
@@ -62,12 +62,12 @@ def settings(orgId: str) -> SettingsEnvelope:
     errors={400: ["INVALID_CALENDAR", "INVALID_SLA_POLICY"]},
     ok={**OK, 400: {"description": "INVALID_CALENDAR, INVALID_SLA_POLICY"}},
 )
-def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> SettingsEnvelope:
+def update_settings(orgId: str, body: Annotated[UpdateTicketSettingsBody, Body()]) -> TicketSettingsEnvelope:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
         view = ticket_config.update_settings(uow.connection, actor.organization_id, body.changes())
         uow.commit()
-    return SettingsEnvelope(data=Settings.from_view(view))
+    return TicketSettingsEnvelope(data=TicketSettings.from_view(view))
 
 
 @ops.get(

@@ -27,11 +27,11 @@ from api.idempotent import respond_once
 from api.leads.schemas_capture import IDEMPOTENCY_KEY_PATTERN
 from api.operations import MEMBER, Operations
 from api.tickets.schemas_tickets import (
-    AssignBody,
+    AssignTicketBody,
     CreateTicketBody,
     CustomerReplyBody,
     MessageBody,
-    ReopenBody,
+    ReopenTicketBody,
     ResolveBody,
     SlaReportEnvelope,
     Survey,
@@ -242,7 +242,7 @@ def _staff_action(orgId: str, action: Callable[[UnitOfWork, Actor], dict[str, An
     },
     ok={**TRANSITION, 400: {"description": "ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"}},
 )
-def assign(orgId: str, ticketId: str, body: Annotated[AssignBody, Body()]) -> Response[TicketEnvelope]:
+def assign(orgId: str, ticketId: str, body: Annotated[AssignTicketBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
         orgId,
         lambda uow, actor: staff_actions.assign(
@@ -340,7 +340,7 @@ def confirm(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
     errors={400: ["TICKET_REOPEN_REASON_REQUIRED"], 404: ["TICKET_NOT_FOUND"], 409: ["TICKET_INVALID_TRANSITION"]},
     ok=TRANSITION,
 )
-def reopen(orgId: str, ticketId: str, body: Annotated[ReopenBody, Body()]) -> Response[TicketEnvelope]:
+def reopen(orgId: str, ticketId: str, body: Annotated[ReopenTicketBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
         orgId,
         lambda uow, actor: requester_actions.reopen(
