@@ -189,6 +189,11 @@ def openapi_schema() -> dict[str, Any]:
     return json.loads(app.get_openapi_json_schema())
 
 
+def openapi_text() -> str:
+    """The document as `make openapi` commits it: keys sorted, so that a diff shows only what changed."""
+    return json.dumps(openapi_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 @app.get("/openapi.json", include_in_schema=False)
 def openapi_document() -> Response[dict[str, Any]]:
     return json_response(200, openapi_schema())

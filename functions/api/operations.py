@@ -113,6 +113,10 @@ def _merge(*sources: Mapping[int, Sequence[str]]) -> dict[int, list[str]]:
     return dict(sorted(merged.items()))
 
 
+def _is_page(response: OpenAPIResponse) -> bool:
+    return "text/html" in (response.get("content") or {})
+
+
 def _error_response(status: int, codes: list[str], declared: OpenAPIResponse | None) -> OpenAPIResponse:
     """One error status: its codes in the description and in `x-error-codes`, with the Error schema (a route
     that answers a page for people, the unsubscribe link, keeps its own content)."""
@@ -127,6 +131,18 @@ def _error_response(status: int, codes: list[str], declared: OpenAPIResponse | N
         "x-error-codes": codes,
     }
     return typing.cast(OpenAPIResponse, response)
+
+
+# With validation on, Powertools documents a 422 HTTPValidationError on every operation; ours are 400
+# VALIDATION_FAILED (api.handler), so an operation that never answers 422 says so, in our error shape.
+NO_422 = typing.cast(
+    OpenAPIResponse,
+    {
+        "description": "Not answered by this operation: a request that fails validation is a 400 VALIDATION_FAILED.",
+        "content": {"application/json": {"model": Error}},
+        "x-error-codes": [],
+    },
+)
 
 
 class Operations:
@@ -170,8 +186,13 @@ class Operations:
         def register(func: F) -> F:
             declared = dict(ok or {})
             codes = _merge(_framework_errors(method, rule, func, gate), errors or {})
-            responses: dict[int, OpenAPIResponse] = {s: r for s, r in declared.items() if s < 400}
+            # a route's own 2xx, and the error pages it answers people with (no JSON, so no code)
+            responses: dict[int, OpenAPIResponse] = {
+                s: r for s, r in declared.items() if s < 400 or (s not in codes and _is_page(r))
+            }
             responses.update({s: _error_response(s, c, declared.get(s)) for s, c in codes.items()})
+            if 422 not in responses:
+                responses[422] = NO_422
             lines = [description.strip(), f"**Who may call:** {gate}"]
             if _takes_idempotency_key(func):
                 lines.append(

@@ -46,6 +46,11 @@ class LeadSource(StrEnum):
 
 
 class CreateLeadBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"name": "Ana López", "email": "ana.lopez@example.com", "phone": "+34612345678"}]
+        }
+    )
     name: str | None = Field(default=None, min_length=1, max_length=200)
     email: EmailStr | None = None
     phone: str | None = Field(default=None, min_length=3, max_length=32, pattern=r"^[0-9+()\-\s.]+$")

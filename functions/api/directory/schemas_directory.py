@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from api.fields import Omittable
 from api.schemas import CamelModel, OutModel
@@ -26,6 +26,8 @@ class UpdateOrganizationSettingsBody(CamelModel):
     """Only the fields sent change. `country` and `defaultAssigneeUserId` may be null (cleared: national
     phone numbers are then read in the timezone's country; work nobody is named for goes to the oldest
     active owner); the others may not."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Studio Sol", "timezone": "Europe/Madrid"}]})
 
     name: Omittable[OrganizationName] = None
     timezone: Omittable[Timezone] = None
