@@ -191,6 +191,11 @@ class Operations:
                 s: r for s, r in declared.items() if s < 400 or (s not in codes and _is_page(r))
             }
             responses.update({s: _error_response(s, c, declared.get(s)) for s, c in codes.items()})
+            if 204 in responses:  # no body at all: Powertools would describe the return type's None
+                responses[204] = typing.cast(OpenAPIResponse, {**responses[204], "content": {}})
+            if not any(200 <= s < 300 for s in responses):
+                # what Powertools documents when a route names no responses: its status, the return type's schema
+                responses[route_options.get("status_code", 200)] = {"description": "Successful Response"}
             if 422 not in responses:
                 responses[422] = NO_422
             lines = [description.strip(), f"**Who may call:** {gate}"]

@@ -5,7 +5,6 @@ Built from the routes' declarations (api.operations), no I/O: a route change wit
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -108,7 +107,7 @@ def test_every_json_error_response_lists_its_codes_with_the_one_error_schema(doc
 
 def test_a_route_that_raises_a_not_found_code_documents_it_as_a_404(document):
     """Each id in a path can be unknown (or another organization's): the operation says which code it gets."""
-    for method, path, op in _operations(document):
+    for _method, path, op in _operations(document):
         ids = [part for part in path.split("/") if part.startswith("{") and part != "{orgId}"]
         if ids and not path.startswith("/unsubscribe/"):  # a page answers an unknown unsubscribe link
             assert any(code.endswith("_NOT_FOUND") for code in op["responses"]["404"]["x-error-codes"]), path
