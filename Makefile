@@ -8,7 +8,7 @@ export PYTHONPATH := $(CURDIR)/functions:$(CURDIR)/layers/core/python:$(CURDIR)
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-.PHONY: install dev admin test redrive test-unit test-integration test-infra test-e2e test-reliability test-deep lint openapi synth layer migrate clean
+.PHONY: install npm client docs dev admin test redrive test-unit test-integration test-infra test-e2e test-reliability test-deep lint openapi synth layer migrate clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,27 @@ $(BIN)/.installed: pyproject.toml
 
 install: $(BIN)/.installed
 
-dev: install  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
+# The Node tooling (package.json, pinned by package-lock.json): openapi-typescript, openapi-fetch and tsc for the
+# client check, swagger-ui-dist for the local stack's /docs, redoc for `make docs`. Keyed on the lockfile like
+# the venv; --prefer-offline: once npm's cache holds them, no network. --ignore-scripts: none of them needs an
+# install script, and swagger-ui-dist's analytics dependency would phone home from one.
+NODE_MODULES := node_modules
+$(NODE_MODULES)/.installed: package.json package-lock.json
+	npm ci --prefer-offline --no-audit --no-fund --ignore-scripts
+	touch $@
+
+npm: $(NODE_MODULES)/.installed
+
+# The TypeScript types of the current document in clients/typescript/api.ts (git-ignored), and the usage
+# sample beside them compiled under tsc --strict: what the test does, left on disk to read.
+client: openapi npm  ## generates clients/typescript/api.ts from openapi.json and compiles the usage sample
+	$(NODE_MODULES)/.bin/openapi-typescript openapi.json -o clients/typescript/api.ts --default-non-nullable=false
+	$(NODE_MODULES)/.bin/tsc -p clients/typescript
+
+docs: install npm  ## writes docs/api/index.html, a self-contained API reference (Redoc) that opens from file://
+	$(BIN)/python -m infra.api_reference docs/api/index.html
+
+dev: install npm  ## the whole product on 127.0.0.1:$(PORT) (PostgreSQL under .local/, moto, pollers, scheduler)
 	$(BIN)/python -m infra.local --port $(PORT)
 
 # make admin ARGS="create-organization --name … --owner-email … --owner-subject …" (infra/admin.py: add-member,
@@ -41,7 +61,7 @@ CAP_TESTS = $(wildcard tests/unit/$(CAP) tests/integration/$(CAP) tests/infra/$(
 # `make synth SYNTH_CONTEXT=my-context.json` checks your own values offline.
 SYNTH_CONTEXT ?= infra/test-context.json
 
-test: install  ## lint (ruff + import contracts), synth (cdk-nag) + cfn-lint, then every kind of test, in parallel
+test: install npm  ## lint (ruff + import contracts), synth (cdk-nag) + cfn-lint, then every kind of test, in parallel
 ifneq ($(CAP),)
 	@test -n "$(CAP_TESTS)" || { echo "no tests for capability '$(CAP)' (tests/<kind>/$(CAP)/)"; exit 2; }
 	$(BIN)/python -m pytest -q $(PARALLEL) $(CAP_TESTS)
@@ -56,17 +76,17 @@ endif
 test-unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
-test-integration: install
+test-integration: install npm
 	$(BIN)/python -m pytest -q $(PARALLEL) tests/integration
 
 test-infra: install
 	$(BIN)/python -m pytest -q tests/infra
 
-test-e2e: install
+test-e2e: install npm
 	$(BIN)/python -m pytest -q tests/e2e
 
 # Authorization matrix, replays and races, faults, and schemathesis fuzzing of every operation over the
-# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 100 each), stateful
+# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 40 each), stateful
 # sequences that follow the document's links (FUZZ_STATEFUL_SCENARIOS of at most FUZZ_STATEFUL_STEPS calls,
 # default 80 of 15), and the edge values of every field through the handler (BOUNDS_EXAMPLES drawn values
 # per field, default 3).

@@ -130,8 +130,6 @@ class ErrorDetail(BaseModel):
     """What went wrong: `code` is stable and machine-readable, `message` is for people and may change; some
     codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details)."""
 
-    model_config = ConfigDict(extra="allow")
-
     code: str = Field(
         description="Stable error code; each response lists the ones it can carry", examples=["LEAD_NOT_FOUND"]
     )

@@ -41,7 +41,7 @@ def _print_banner(stack: LocalStack) -> None:
     demo = stack.demo_organization()
     org, coach = demo["organizationId"], demo["users"]["coach"]["token"]
     lines = [
-        f"LeadCRM local stack on {base}  (OpenAPI: {base}/openapi.json)",
+        f"LeadCRM local stack on {base}  (OpenAPI: {base}/openapi.json, Swagger UI: {base}/docs)",
         f"Demo organization {org}",
         *(f"  {role:<6} userId={u['userId']}\n         token={u['token']}" for role, u in demo["users"].items()),
         f"Sign-in: issuer {stack.authority.issuer} (JWKS and discovery under {stack.authority.issuer}/.well-known/); "

@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+from infra.local import faults
+
 # Graph's own error shapes: code 190 for a bad token, 100 for an id that is not an object it can read.
 NO_TOKEN = {"error": {"message": "An access token is required.", "type": "OAuthException", "code": 190}}
 NO_SUCH_LEAD = {
@@ -24,7 +26,8 @@ NO_SUCH_LEAD = {
 
 
 class LocalGraph:
-    def __init__(self) -> None:
+    def __init__(self, registry: faults.FaultRegistry | None = None) -> None:
+        self.faults = registry or faults.FaultRegistry()  # the stack passes its own (`/_local/faults`)
         self._leads: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._errors: dict[str, tuple[int, dict[str, Any]]] = {}
@@ -53,6 +56,9 @@ class LocalGraph:
             error = self._errors.get(leadgen_id)
         if error is not None:
             return error
+        fault = self.faults.take("graph")  # an armed fault answers every lead alike, as an outage does
+        if fault is not None:
+            return faults.graph_error(fault)
         if not token:
             return 401, NO_TOKEN
         if lead is None:

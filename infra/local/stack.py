@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
-from infra.local import aws, ses
+from infra.local import aws, docs, faults, ses
 from infra.local.auth import KEY_FILE, MAX_TTL_SECONDS, TOKEN_DAYS, JwtAuthorizer, LocalAuthority, TokenRefused
 from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_result, make_server
 from infra.local.graph import LocalGraph
@@ -83,7 +83,7 @@ class LocalStack:
         self.authorizer: JwtAuthorizer
         self.pollers: list[QueuePoller] = []
         self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
-        self.graph = LocalGraph()  # Meta Graph's lead endpoint, for the graph_fetch function
+        self.graph = LocalGraph(faults.registry)  # Meta Graph's lead endpoint, for the graph_fetch function
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -94,6 +94,7 @@ class LocalStack:
         self.moto, endpoint = aws.start_moto()
         ses.remember_sending_options()  # what moto's SES does not keep: configuration set, tags
         aws.point_sdk_at(endpoint)
+        faults.install()  # before any client is made: the functions' clients carry it too
         os.environ["DATABASE_URL"] = database_url
         os.environ.setdefault("DB_POOL_SIZE", "8")  # the HTTP threads and pollers share this process
         os.environ.setdefault("META_APP_SECRET", LOCAL_META_APP_SECRET)
@@ -150,6 +151,8 @@ class LocalStack:
             return _json(status, answer)
         if path.startswith("/_local/"):
             return self.local_route(method, path, body, query)
+        if docs.is_docs_path(path):  # Swagger UI over /openapi.json: the local stack's own page, not the API's
+            return docs.serve(method, path)
         if method == "OPTIONS":  # CORS preflight, answered by API Gateway itself
             return (
                 204,
@@ -187,7 +190,7 @@ class LocalStack:
             return _error(404, "ROUTE_NOT_FOUND", f"No local route {method} {path}.")
         if path == "/_local/email":
             return route(self, body)
-        if method == "GET":  # a GET's input is its query string
+        if method in ("GET", "DELETE"):  # their input is the query string
             return route(self, dict(parse_qsl(query, keep_blank_values=True)))
         try:
             data = json.loads(body or b"{}")
@@ -451,4 +454,7 @@ LOCAL_ROUTES = {
     ("POST", "/_local/tick"): LocalStack.tick,
     ("POST", "/_local/graph/leads"): LocalStack.register_graph_lead,
     ("GET", "/_local/idle"): LocalStack.idle,
+    ("POST", "/_local/faults"): faults.arm_route,
+    ("GET", "/_local/faults"): faults.list_route,
+    ("DELETE", "/_local/faults"): faults.clear_route,
 }

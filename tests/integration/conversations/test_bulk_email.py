@@ -240,6 +240,26 @@ def test_a_recipient_ses_refuses_is_recorded_as_failed_and_the_others_are_sent(o
     assert activities(dana["id"], "bulk_email_sent")[0]["payload"]["status"] == "failed"
 
 
+def test_a_recipient_ses_throttles_goes_back_to_pending_and_a_later_run_mails_it_once(owner):
+    dana = create_lead(owner, email="dana@example.com")
+    job = _create(owner, _ids(dana)).data
+    throttled = ClientError(
+        {"Error": {"Code": "TooManyRequestsException", "Message": "Maximum sending rate exceeded."},
+         "ResponseMetadata": {"HTTPStatusCode": 429}},
+        "SendEmail",
+    )  # fmt: skip
+    with mock.patch("leadcrm.platform.adapters.ses.send_mime", side_effect=throttled):
+        stats, _ = _run()
+    assert (stats["deferred"], stats["failed"], stats["sent"]) == (1, 0, 0)
+    view = _job(owner, job["id"]).data
+    assert (view["status"], view["pending"], view["failed"]) == ("sending", 1, 0)
+    assert activities(dana["id"], "bulk_email_sent") == []  # nothing happened to the lead yet
+    again, _ = _run()
+    assert again["sent"] == 1
+    assert _job(owner, job["id"]).data["status"] == "done"
+    assert len(sent_mails()) == 1
+
+
 def test_the_pipeline_audience_uses_the_effective_stage_and_unites_stage_id_with_stage_ids(owner):
     courses = make_pipeline(owner.org_id, ["new", "contacted", "trial_booked", "converted", "lost"])
     in_new = create_lead(owner, email="a@example.com")

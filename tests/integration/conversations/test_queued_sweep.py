@@ -8,8 +8,10 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
+from botocore.exceptions import ClientError
 from sqlalchemy import func, select, update
 
 from leadcrm.conversations import sending
@@ -203,5 +205,96 @@ def test_an_api_send_leaves_nothing_for_the_sweep(owner):
             .where(conversation_messages.c.id == uuid.UUID(message["id"]))
             .values(created_at=func.now() - timedelta(hours=1))
         )
-    assert run_queued_email_sweep() == {"retried": 0, "sent": 0, "failed": 0, "blocked": 0, "unknown": 0}
+    assert run_queued_email_sweep() == {
+        "retried": 0,
+        "sent": 0,
+        "failed": 0,
+        "blocked": 0,
+        "unknown": 0,
+        "deferred": 0,
+    }
     assert [m["status"] for m in messages_of(message["conversationId"])] == ["sent"]
+
+
+# -- SES refusing for now (throttled, unavailable, credentials): SES answered and did not take the mail ----------
+def _refused_for_now(code: str = "TooManyRequestsException", status: int = 429):
+    def send(*_args: Any, **_kwargs: Any) -> str:
+        raise ClientError(
+            {
+                "Error": {"Code": code, "Message": "Maximum sending rate exceeded."},
+                "ResponseMetadata": {"HTTPStatusCode": status},
+            },
+            "SendEmail",
+        )
+
+    return send
+
+
+def _throttled_send(owner, lead: dict[str, Any]) -> dict[str, Any]:
+    with mock.patch("leadcrm.platform.adapters.ses.send_mime", side_effect=_refused_for_now()):
+        response = email_lead(owner, lead["id"], "Hello", subject="Trial")
+    assert response.status == 201, response.body
+    return response.data["message"]
+
+
+def test_a_throttled_send_stays_queued_with_the_reason_and_its_claim_released(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    message = _throttled_send(owner, lead)
+    assert message["status"] == "queued" and message["error"].startswith("TooManyRequestsException")
+    row = _row(uuid.UUID(message["id"]))
+    assert (row["status"], row["send_attempts"]) == ("queued", 0)
+    assert lead_row(lead["id"])["status"] == "new" and _mails_to("dana@example.com") == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "status"), [("ServiceUnavailable", 503), ("InternalFailure", 500), ("ExpiredTokenException", 403)]
+)
+def test_an_ses_outage_or_expired_credentials_also_leave_the_message_queued(owner, code, status):
+    lead = create_lead(owner, email="dana@example.com")
+    with mock.patch("leadcrm.platform.adapters.ses.send_mime", side_effect=_refused_for_now(code, status)):
+        message = email_lead(owner, lead["id"], "Hello").data["message"]
+    assert message["status"] == "queued" and message["error"].startswith(code)
+
+
+def test_the_sweep_sends_a_throttled_message_at_once_without_waiting_for_the_lease(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    message = _throttled_send(owner, lead)
+    stats = run_queued_email_sweep()
+    assert (stats["retried"], stats["sent"]) == (1, 1)
+    row = _row(uuid.UUID(message["id"]))
+    assert (row["status"], row["error"]) == ("sent", None) and row["provider_message_id"]
+    assert _mails_to("dana@example.com") == 1
+    assert lead_row(lead["id"])["status"] == "contacted"
+
+
+def test_a_message_still_throttled_on_the_retry_waits_for_the_next_sweep_and_is_mailed_once(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    message = _throttled_send(owner, lead)
+    assert run_queued_email_sweep(send=_refused_for_now())["deferred"] == 1
+    assert _row(uuid.UUID(message["id"]))["status"] == "queued"
+    run_queued_email_sweep()
+    run_queued_email_sweep()
+    assert _row(uuid.UUID(message["id"]))["status"] == "sent" and _mails_to("dana@example.com") == 1
+
+
+def test_a_message_refused_for_now_past_the_retry_window_fails(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    message = _throttled_send(owner, lead)
+    with get_engine().begin() as conn:
+        conn.execute(
+            update(conversation_messages)
+            .where(conversation_messages.c.id == uuid.UUID(message["id"]))
+            .values(created_at=func.now() - sending.RETRY_WINDOW - timedelta(minutes=1))
+        )
+    assert run_queued_email_sweep(send=_refused_for_now())["failed"] == 1
+    row = _row(uuid.UUID(message["id"]))
+    assert row["status"] == "failed" and row["error"].startswith("TooManyRequestsException")
+
+
+def test_a_send_ses_rejects_for_good_is_not_retried(owner):
+    lead = create_lead(owner, email="dana@example.com")
+    rejected = _refused_for_now("MessageRejected", 400)
+    with mock.patch("leadcrm.platform.adapters.ses.send_mime", side_effect=rejected):
+        message = email_lead(owner, lead["id"], "Hello").data["message"]
+    assert message["status"] == "failed"
+    assert run_queued_email_sweep()["retried"] == 0 and _mails_to("dana@example.com") == 0

@@ -66,6 +66,14 @@ def _backdate(lead_id: str, by: timedelta = timedelta(minutes=5)) -> None:
         )
 
 
+def _untried(lead_id: str) -> None:
+    """The row as a request that died between its commit and its publish leaves it: never tried."""
+    with get_engine().begin() as conn:
+        conn.execute(
+            update(outbox).where(outbox.c.aggregate_id == uuid.UUID(lead_id)).values(attempts=0, last_error=None)
+        )
+
+
 def test_a_lead_is_created_with_201_even_when_the_bus_cannot_be_reached():
     lead = _create_lead_without_a_bus()
     assert lead["status"] == "new"
@@ -101,8 +109,23 @@ def test_the_relayed_event_reaches_consumers_with_its_original_event_id(task_lif
     assert mine[0]["type"] == "lead.created"
 
 
+def test_a_publish_after_commit_the_bus_refuses_counts_the_attempt_and_keeps_the_error():
+    lead = _create_lead_without_a_bus()
+    row = _outbox_row(lead["id"])
+    assert (row["published_at"], row["attempts"]) == (None, 1)
+    assert "ResourceNotFoundException" in row["last_error"]
+
+
+def test_the_relay_takes_an_event_its_request_failed_to_publish_without_waiting_for_the_grace():
+    lead = _create_lead_without_a_bus()  # its request tried and failed: nobody else will publish it
+    make_event_bus()
+    relay_unpublished()
+    assert _outbox_row(lead["id"])["published_at"] is not None
+
+
 def test_the_relay_leaves_events_younger_than_its_grace_period_to_the_request():
     lead = _create_lead_without_a_bus()
+    _untried(lead["id"])
     make_event_bus()
     relay_unpublished()
     assert _outbox_row(lead["id"])["published_at"] is None
@@ -122,7 +145,7 @@ def test_a_relay_that_cannot_reach_the_bus_counts_the_attempt_and_keeps_the_erro
     assert result["failed"] >= 1
     row = _outbox_row(lead["id"])
     assert row["published_at"] is None
-    assert row["attempts"] == 1
+    assert row["attempts"] == 2  # its request's, then the relay's
     assert row["last_error"]
 
 
@@ -134,7 +157,7 @@ def test_a_relay_after_a_failed_one_still_publishes(task_lifecycle, ctx):
     task_lifecycle({"job": "outbox_relay"}, ctx)
     row = _outbox_row(lead["id"])
     assert row["published_at"] is not None
-    assert row["attempts"] == 2
+    assert row["attempts"] == 3  # its request's, the failed relay's, the one that published it
     assert row["last_error"] is None
 
 
@@ -174,6 +197,7 @@ def test_a_relay_that_drains_the_outbox_reports_a_backlog_age_of_zero(capsys):
 
 def test_events_younger_than_the_grace_period_count_in_the_backlog_age(capsys):
     lead = _create_lead_without_a_bus()
+    _untried(lead["id"])
     _backdate(lead["id"], by=timedelta(seconds=20))
     make_event_bus()
     capsys.readouterr()

@@ -55,9 +55,11 @@ from leadcrm.platform.adapters import ses
 from leadcrm.platform.adapters.aws import error_code
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
+from leadcrm.platform.failures import refused_for_now
 from leadcrm.platform.ids import uuid7
 
 logger = logging.getLogger(__name__)
+DEFERRED = "deferred"  # an outcome only: SES refused the send for now, the recipient is pending again
 
 JOB_NAME = "bulk_email"
 MAX_AUDIENCE = 50_000
@@ -240,7 +242,7 @@ def run_bulk_email(
     rate = send_rate()
     interval = 1.0 / rate
     started = clock()
-    stats = {"sent": 0, "failed": 0, "skipped": 0, "interrupted": _expire_stale_claims()}
+    stats = {"sent": 0, "failed": 0, "deferred": 0, "skipped": 0, "interrupted": _expire_stale_claims()}
     deadline = started + run_seconds
     next_send = started
     while True:
@@ -265,6 +267,9 @@ def run_bulk_email(
         _record(claimed, outcomes)
         stats["sent"] += sum(1 for o in outcomes if o["status"] == "sent")
         stats["failed"] += sum(1 for o in outcomes if o["status"] == "failed")
+        stats["deferred"] += sum(1 for o in outcomes if o["status"] == DEFERRED)
+        if any(o["status"] == DEFERRED for o in outcomes):
+            break  # SES is refusing for now: the next run tries again
     _finish_jobs()
     return stats
 
@@ -396,7 +401,10 @@ def _send_one(send: Sender, claim: Claimed) -> dict[str, Any]:
         code = error_code(error)
         logger.warning("bulk email not sent", extra={"jobId": str(claim.job_id), "leadId": str(claim.lead_id),
                                                       "errorCode": code})  # fmt: skip
-        return {"status": "failed", "error": f"{code}: {error}"[:MAX_ERROR_LENGTH]}
+        # SES refused it for now (throttled, unavailable): it did not take the mail, so the recipient goes
+        # back to pending for a later run rather than failing for good.
+        status = DEFERRED if refused_for_now(error) else "failed"
+        return {"status": status, "error": f"{code}: {error}"[:MAX_ERROR_LENGTH]}
     return {"status": "sent", "provider_message_id": provider_id}
 
 
@@ -405,6 +413,13 @@ def _record(claimed: list[Claimed], outcomes: list[dict[str, Any]]) -> None:
         conn = uow.connection
         for claim, outcome in zip(claimed, outcomes, strict=True):
             where = [bulk_email_recipients.c.job_id == claim.job_id, bulk_email_recipients.c.lead_id == claim.lead_id]
+            if outcome["status"] == DEFERRED:
+                conn.execute(
+                    update(bulk_email_recipients)
+                    .where(*where, bulk_email_recipients.c.status == "sending")
+                    .values(status="pending", claimed_at=None, error=outcome["error"])
+                )
+                continue
             if outcome["status"] == "failed":
                 # An SES event may already have proven the mail was taken (the call timed out after SES
                 # accepted it): its word stands over our failed call.
@@ -431,6 +446,7 @@ def _record(claimed: list[Claimed], outcomes: list[dict[str, Any]]) -> None:
                     "payload": {"jobId": str(claim.job_id), "subject": claim.subject, "status": outcome["status"]},
                 }
                 for claim, outcome in zip(claimed, outcomes, strict=True)
+                if outcome["status"] != DEFERRED
             ],
         )
         uow.commit()

@@ -15,6 +15,10 @@ call (conversations.sending):
   have made it `sent` (conversations.delivery). Still queued after the lease: it becomes **`unknown`**,
   logged and shown as such in the thread and on the lead's timeline, and is never re-sent; an SES event
   that arrives later still corrects it to `sent`.
+- a message SES refused for now (throttled, unavailable, credentials: conversations.sending `Delivery.retry`)
+  is queued again with its claim released and the error kept: SES answered and did not take it, so it is
+  **retried on every run**, without waiting for the lease, until SES takes it, refuses it for good, or
+  `RETRY_WINDOW` has passed since it was queued (then failed).
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, or_, select, update
 
 from leadcrm.conversations.queries import lock_or_read_thread
 from leadcrm.conversations.rules.messages import Direction, MessageStatus
@@ -55,7 +59,7 @@ UNKNOWN_ERROR = "unknown: the send was interrupted after it may have reached SES
 
 def run_queued_email_sweep(*, send: Sender | None = None) -> dict[str, int]:
     """The scheduled job; counts only."""
-    stats = {"retried": 0, "sent": 0, "failed": 0, "blocked": 0, "unknown": 0}
+    stats = {"retried": 0, "sent": 0, "failed": 0, "blocked": 0, "unknown": 0, "deferred": 0}
     with UnitOfWork() as uow:
         conn = uow.connection
         stuck = conn.execute(
@@ -63,7 +67,11 @@ def run_queued_email_sweep(*, send: Sender | None = None) -> dict[str, int]:
             .where(
                 conversation_messages.c.status == MessageStatus.QUEUED.value,
                 conversation_messages.c.direction == Direction.OUTBOUND.value,
-                conversation_messages.c.created_at < func.now() - QUEUED_LEASE,
+                or_(
+                    conversation_messages.c.created_at < func.now() - QUEUED_LEASE,
+                    # refused for now by SES: its sender is done with it (a fresh queued message has no error)
+                    and_(conversation_messages.c.send_attempts == 0, conversation_messages.c.error.is_not(None)),
+                ),
             )
             .order_by(conversation_messages.c.created_at)
             .limit(BATCH)
@@ -90,8 +98,8 @@ def run_queued_email_sweep(*, send: Sender | None = None) -> dict[str, int]:
 
 
 def _retry(message_id: Any, send: Sender | None) -> str | None:
-    """One retry of a message SES never saw: `sent`, `failed`, `blocked`, or None when another sender
-    claimed it first."""
+    """One retry of a message SES never took: `sent`, `failed`, `blocked`, `deferred` (SES refused it for
+    now again), or None when another sender claimed it first."""
     with UnitOfWork() as uow:
         conn = uow.connection
         message = dict(
@@ -127,9 +135,11 @@ def _retry(message_id: Any, send: Sender | None) -> str | None:
         return None
     delivery = blocked or deliver(queued, send)
     with UnitOfWork() as uow:
-        record_delivery(uow, actor, queued, delivery)
+        recorded = record_delivery(uow, actor, queued, delivery)
         uow.commit()
     logger.info("queued email retried", extra={"messageId": str(message["id"]), "sent": delivery.sent})
     if blocked is not None:
         return "blocked"
-    return "sent" if delivery.sent else "failed"
+    if delivery.sent:
+        return "sent"
+    return "deferred" if recorded["status"] == MessageStatus.QUEUED.value else "failed"

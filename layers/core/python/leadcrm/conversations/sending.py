@@ -8,10 +8,12 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import (
     Connection,
+    and_,
     case,
     func,
     select,
@@ -41,11 +43,16 @@ from leadcrm.platform.adapters import ses
 from leadcrm.platform.adapters.aws import error_code
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Forbidden
+from leadcrm.platform.failures import refused_for_now
 from leadcrm.platform.ids import uuid7
 
 logger = logging.getLogger(__name__)
 
 MAX_ERROR_LENGTH = 500
+# How long a message SES refused for now (throttled, unavailable) stays queued for the queued sweep's
+# retries; a refusal after that fails it, so nothing waits for ever.
+RETRY_WINDOW = timedelta(hours=24)
+
 
 @dataclass(frozen=True)
 class QueuedEmail:
@@ -59,12 +66,14 @@ class QueuedEmail:
     # retry is not a "Re:" to a mail the contact never got).
     store_subject: str | None = None
 
+
 @dataclass(frozen=True)
 class Contact:
     address: str | None
     locale: str | None
     lead_id: uuid.UUID | None = None
     member_prefs: Any = field(default=None)
+
 
 def queue_email(
     conn: Connection, actor: Actor, conversation_id: uuid.UUID, body: str, subject: str | None
@@ -120,6 +129,7 @@ def queue_email(
         store_subject=plan.store,
     )
 
+
 def gated_contact(conn: Connection, thread: dict[str, Any]) -> Contact:
     """The thread's contact, if it may be mailed now: a lead whose email is revoked (by staff, an
     unsubscribe, a bounce or a complaint) → 403 LEAD_CHANNEL_BLOCKED; a member who opted out → 403
@@ -174,14 +184,19 @@ def _contact(conn: Connection, thread: dict[str, Any]) -> Contact:
     ).one()
     return Contact(address=member.email, locale=None, member_prefs=member.notification_prefs)
 
+
 @dataclass(frozen=True)
 class Delivery:
     provider_message_id: str | None = None
     error: str | None = None
+    # SES answered "not now" (refused_for_now): it did not take the mail, so the message stays queued with
+    # its claim released, and the queued sweep sends it again (conversations.queued_sweep).
+    retry: bool = False
 
     @property
     def sent(self) -> bool:
         return self.error is None
+
 
 def deliver(queued: QueuedEmail, send: Sender | None = None) -> Delivery:
     """Step 2: the SES call. An error is the outcome, never raised (the message is already saved)."""
@@ -197,7 +212,8 @@ def deliver(queued: QueuedEmail, send: Sender | None = None) -> Delivery:
                 "errorCode": code,
             },  # fmt: skip
         )
-        return Delivery(error=f"{code}: {error}"[:MAX_ERROR_LENGTH])
+        return Delivery(error=f"{code}: {error}"[:MAX_ERROR_LENGTH], retry=refused_for_now(error))
+
 
 def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery: Delivery) -> dict[str, Any]:
     """Step 3: the outcome on the message; on success the lead's stamp and the move to contacted."""
@@ -218,6 +234,12 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
             "error": case((still_queued, delivery.error), else_=conversation_messages.c.error),
         }
     )
+    if delivery.retry:
+        # SES did not take it: queued again, the claim released (send_attempts back to 0, which the sweep
+        # reads as "never reached SES"), the error saying why; failed once the retry window is spent.
+        retried = and_(still_queued, conversation_messages.c.created_at >= func.now() - RETRY_WINDOW)
+        values["status"] = case((retried, MessageStatus.QUEUED.value), else_=values["status"])
+        values["send_attempts"] = case((retried, 0), else_=conversation_messages.c.send_attempts)
     message = (
         conn.execute(
             update(conversation_messages)
@@ -248,6 +270,7 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
         mark_contacted(uow, actor, queued.lead_id)
     return dict(message)
 
+
 def mark_contacted(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID) -> bool:
     """new → contacted through the lead move service (status event, stage_moved, lead.status_changed).
     Best-effort: a failure is logged and rolled back to a savepoint, never failing what called it."""
@@ -262,6 +285,7 @@ def mark_contacted(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID) -> bool:
     except Exception:
         logger.exception("lead not marked contacted", extra={"leadId": str(lead_id)})
         return False
+
 
 def complete_send(
     actor: Actor,

@@ -239,6 +239,15 @@ def _by_sqlstate(error: BaseException) -> Failure:
     return _transient(error, code)
 
 
+def refused_for_now(error: BaseException) -> bool:
+    """An AWS answer that refused the request for now: throttling, a 5xx, credentials (the transient
+    ClientErrors). The request was answered and not carried out, so sending it again later cannot do it twice
+    (botocore's own retries resend exactly these). A timeout or a broken connection is not one: the request
+    may have been carried out."""
+    exc = sys.modules.get("botocore.exceptions")
+    return exc is not None and isinstance(error, exc.ClientError) and classify(error).transient
+
+
 def _aws_failure(error: BaseException) -> Failure | None:
     exc = sys.modules.get("botocore.exceptions")
     if exc is None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, extract, func, literal, select, update
+from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, extract, func, literal, or_, select, update
 
 from leadcrm.platform.adapters import eventbridge
 from leadcrm.platform.db.recordsets import recordset
@@ -41,8 +41,16 @@ RETENTION = Retention(
 
 
 def publish_committed(events: Sequence[DomainEvent]) -> None:
-    """Publish events whose transaction has committed and stamp the ones the bus accepted."""
-    result = eventbridge.put_events(events)
+    """Publish events whose transaction has committed and stamp the ones the bus accepted. When the bus
+    refuses the call (an outage, throttling, once botocore's own retries are spent) the attempt is counted on
+    every row before the error is raised: the rows stay unpublished, and the relay takes a row that has
+    been tried without waiting for RELAY_GRACE (its writer is done with it)."""
+    try:
+        result = eventbridge.put_events(events)
+    except Exception as error:
+        with transaction() as conn:
+            _mark(conn, [], {str(e.id): f"{type(error).__name__}: {error}" for e in events})
+        raise
     with transaction() as conn:
         _mark(conn, result.published, result.failed)
 
@@ -95,7 +103,11 @@ def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
         rows = (
             conn.execute(
                 select(outbox)
-                .where(outbox.c.published_at.is_(None), outbox.c.occurred_at < func.now() - grace)
+                .where(
+                    outbox.c.published_at.is_(None),
+                    # the grace leaves a fresh row to the request that wrote it; one it tried is the relay's
+                    or_(outbox.c.occurred_at < func.now() - grace, outbox.c.attempts > 0),
+                )
                 .order_by(outbox.c.occurred_at)
                 .limit(batch)
                 .with_for_update(skip_locked=True)
