@@ -46,6 +46,11 @@ class LeadSource(StrEnum):
 
 
 class CreateLeadBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"name": "Ana López", "email": "ana.lopez@example.com", "phone": "+34612345678"}]
+        }
+    )
     name: str | None = Field(default=None, min_length=1, max_length=200)
     email: EmailStr | None = None
     phone: str | None = Field(default=None, min_length=3, max_length=32, pattern=r"^[0-9+()\-\s.]+$")
@@ -121,10 +126,17 @@ class ListEnvelope(OutModel, Generic[T]):
     next_cursor: str | None
 
 
-class ErrorBody(BaseModel):
-    code: str
-    message: str
+class ErrorDetail(BaseModel):
+    """What went wrong: `code` is stable and machine-readable, `message` is for people and may change; some
+    codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details)."""
+
+    code: str = Field(
+        description="Stable error code; each response lists the ones it can carry", examples=["LEAD_NOT_FOUND"]
+    )
+    message: str = Field(description="For people; may change", examples=["Lead not found."])
 
 
-class ErrorEnvelope(BaseModel):
-    error: ErrorBody
+class Error(BaseModel):
+    """Every error answer: `{"error": {"code", "message", …}}` (leadcrm.platform.errors)."""
+
+    error: ErrorDetail

@@ -31,6 +31,7 @@ from api.analytics.schemas_analytics import (
 )
 from api.fields import Day
 from api.http import caller
+from api.operations import Operations
 from api.schemas import Envelope
 from leadcrm.analytics import reports as analytics
 from leadcrm.analytics.attribution_report import attribution_report
@@ -41,8 +42,8 @@ from leadcrm.platform import clock
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Analytics")
 
-TAGS = ["Analytics"]
 FromDay = Annotated[Day | None, Query(alias="from", description="first local day of the period (YYYY-MM-DD)")]
 ToDay = Annotated[Day | None, Query(description="last local day of the period, included (YYYY-MM-DD)")]
 RESPONSE_COUNTED = (
@@ -67,7 +68,13 @@ def _period_out(period: Period, from_day: date | None, to_day: date | None, time
     )
 
 
-@router.get("/organizations/<orgId>/leads/analytics", tags=TAGS, summary="Lead analytics (G5)")
+@ops.get(
+    "/organizations/<orgId>/leads/analytics",
+    "getLeadAnalytics",
+    "Lead analytics (G5)",
+    "Counts per status and source, conversions and follow-up figures over a period of organization-local days (G5).",
+    errors={400: ["INVALID_PERIOD"]},
+)
 def overview(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[LeadAnalyticsOut]:
     with UnitOfWork() as uow:
         actor, timezone, period = _scope(uow, orgId, from_, to)
@@ -94,7 +101,13 @@ def overview(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Le
     )
 
 
-@router.get("/organizations/<orgId>/leads/analytics/funnel", tags=TAGS, summary="Funnel and time in each stage")
+@ops.get(
+    "/organizations/<orgId>/leads/analytics/funnel",
+    "getLeadFunnel",
+    "Funnel and time in each stage",
+    "How many leads reached each stage of a pipeline over the period, and the time they spent in each.",
+    errors={400: ["INVALID_PERIOD"]},
+)
 def funnel(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[FunnelOut]:
     with UnitOfWork() as uow:
         actor, timezone, period = _scope(uow, orgId, from_, to)
@@ -112,10 +125,12 @@ def funnel(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Funn
     )
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/leads/analytics/response-times",
-    tags=TAGS,
-    summary="First human response: median and 90th percentile",
+    "getLeadResponseTimes",
+    "First human response: median and 90th percentile",
+    "Median and 90th percentile of the first human response to a new lead, overall and per assignee.",
+    errors={400: ["INVALID_PERIOD"]},
 )
 def response_times(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[ResponseTimesOut]:
     with UnitOfWork() as uow:
@@ -134,10 +149,15 @@ def response_times(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envel
     )
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/leads/analytics/campaigns",
-    tags=TAGS,
-    summary="Attribution per campaign: customers, spend, CAC, first/last/linear credit",
+    "getCampaignAttribution",
+    "Attribution per campaign: customers, spend, CAC, first/last/linear credit",
+    (
+        "Per campaign and channel: leads, customers, spend, cost per acquisition, and first-touch, last-touch and "
+        "linear credit over the period."
+    ),
+    errors={400: ["INVALID_PERIOD"]},
 )
 def campaigns(
     orgId: str,
