@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from types import UnionType
+from typing import Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, EmailStr, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -117,11 +118,47 @@ class Lead(OutModel):
     updated_at: datetime
 
 
-class Envelope(OutModel, Generic[T]):
+def _schema_name(shape: Any) -> str:
+    """The name a client would give a body of this type: Lead, LeadList, ConvertedOutcomeOrExistingMemberOutcome."""
+    arguments = get_args(shape)
+    if get_origin(shape) is list:
+        return f"{_schema_name(arguments[0])}List"
+    if get_origin(shape) in (Union, UnionType):
+        return "Or".join(_schema_name(argument) for argument in arguments if argument is not type(None))
+    return getattr(shape, "__name__", str(shape))
+
+
+class _NamedByContent(OutModel):
+    """Envelope[Lead] is a subclass named LeadEnvelope (pydantic would name it Envelope_Lead_ in the document,
+    and a generated client after it): one class per content type, made on first use, the same one after."""
+
+    suffix: ClassVar[str] = ""
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        parametrized = super().__class_getitem__(params)  # type: ignore[misc]
+        if parametrized.__pydantic_generic_metadata__["parameters"]:  # still generic (T inside T's definitions)
+            return parametrized
+        name = f"{_schema_name(params)}{cls.suffix}"
+        named = _NAMED.get(name)
+        if named is None:
+            named = _NAMED[name] = type(name, (parametrized,), {"__module__": cls.__module__, "__doc__": cls.__doc__})
+        return named
+
+
+_NAMED: dict[str, type[BaseModel]] = {}
+
+
+class Envelope(_NamedByContent, Generic[T]):
+    """`{"data": …}`: one thing."""
+
+    suffix: ClassVar[str] = "Envelope"
     data: T
 
 
-class ListEnvelope(OutModel, Generic[T]):
+class ListEnvelope(_NamedByContent, Generic[T]):
+    """`{"data": [...], "nextCursor": …}`: one page of a list."""
+
+    suffix: ClassVar[str] = "Page"
     data: list[T]
     next_cursor: str | None
 
