@@ -108,7 +108,7 @@ lint: install  ## ruff, and the architecture's import contracts (pyproject [tool
 	$(BIN)/lint-imports
 
 openapi: install  ## writes openapi.json from the API's routes
-	$(BIN)/python -c "import json, api.handler as h; json.dump(h.openapi_schema(), open('openapi.json', 'w'), indent=2)"
+	$(BIN)/python -c "import api.handler as h; open('openapi.json', 'w').write(h.openapi_text())"
 	@echo "wrote openapi.json"
 
 synth: install  ## synthesizes the CDK app offline into cdk.out/ (with SYNTH_CONTEXT, default infra/test-context.json)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from tests.support.database import drop_database, throwaway_database_name
-from tests.support.local_stack import local_stack, local_stack_database  # noqa: F401 - shared fixtures
+from tests.support.local_stack import local_clock, local_stack, local_stack_database  # noqa: F401 - shared fixtures
 from tests.support.worker_databases import (
     RUN_DIR,
     RUN_DIR_KEY,

@@ -17,6 +17,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -27,7 +28,8 @@ from api.directory import organization
 from api.http import error_response, json_response, outsider_refusal
 from api.ingestion import integrations, lead_imports
 from api.leads import campaigns, capture, conversion, erase, lead_moves, lead_reads, leads, returning, tags
-from api.links import document_links
+from api.links import link_operations
+from api.operations import BEARER
 from api.pipelines import pipelines
 from api.qualification import merges, qualification
 from api.request_log import RoutedResolver, logged
@@ -46,6 +48,21 @@ logger = Logger(service="leadcrm")
 MAX_BODY_BYTES = 1024 * 1024
 PUBLIC_PREFIXES = ("/leads/organization/", "/public/", "/unsubscribe/")
 MAX_PUBLIC_BODY_BYTES = 64 * 1024
+
+# One tag per capability (functions/api/<capability>/), in the order a reader meets them.
+CAPABILITY_TAGS = {
+    "Leads": "Intake (public capture and staff create), lists and detail, moves and placements, archive, "
+    "returning leads, conversion, erase, tags and campaigns",
+    "Pipelines": "Pipelines and their stages",
+    "Work": "Follow-ups and touches, tasks, the work queue and the urgent prompt",
+    "Conversations": "Threads and messages, internal notes, consent, bulk email and unsubscribe",
+    "Tickets": "Helpdesk tickets and their lifecycle, queues, routing rules, settings, SLA reports and surveys",
+    "Deals": "The deal pipeline, deals and their transitions, forecast, owner departure",
+    "Analytics": "Lead analytics, funnel, response times and attribution (touch log, spend, campaign credit)",
+    "Ingestion": "Meta and WhatsApp connections, CSV imports",
+    "Qualification": "Scoring models, enrichment, BANT qualification, merges and pseudonymization",
+    "Organization": "The organization's settings and members",
+}
 
 
 def _parse_body(text: str) -> Any:
@@ -89,6 +106,7 @@ for area in (
     lead_reads,
 ):
     app.include_router(area.router)
+link_operations(app)
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
@@ -142,68 +160,38 @@ def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddle
 app.use(middlewares=[require_object_body])
 
 
-# Every error is `{"error": {"code", "message", …}}` (leadcrm.platform.errors); validation failures are our 400, never
-# the resolver's own 422 body, and any route may answer these (bad input, no token, a gate, an unknown id,
-# a conflict, a reused Idempotency-Key, our own failure).
-ERROR_SCHEMA = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {
-        "error": {
-            "type": "object",
-            "required": ["code", "message"],
-            "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
-        }
+# The document's frame; each operation documents itself where its route is declared (api.operations).
+app.configure_openapi(
+    title="LeadCRM API",
+    version="0.1.0",
+    description=(
+        'Lead management for coaches and studios. JSON is camelCase; a success is `{"data": …}`, a list '
+        '`{"data": [...], "nextCursor": "…"|null}` (keyset pages: pass `nextCursor` back as `cursor`), and every '
+        'error `{"error": {"code", "message", …}}`: each operation lists the codes it can answer. An id from '
+        "another organization answers 404 exactly as an unknown id; a caller who is not a member of the path's "
+        "organization gets 403 NOT_A_MEMBER before any other refusal."
+    ),
+    tags=[Tag(name=name, description=text) for name, text in CAPABILITY_TAGS.items()],
+    security_schemes={
+        BEARER: HTTPBearer(
+            bearerFormat="JWT",
+            description="The identity provider's JWT (API Gateway's JWT authorizer verifies it); roles are read "
+            "from the organization's memberships on every request, never from the token.",
+        )
     },
-}
-ERROR_RESPONSES = {
-    400: "Bad input (VALIDATION_FAILED, MALFORMED_JSON: also JSON nested over 32 deep or an integer over 50 digits, …)",
-    401: "No valid bearer token",
-    403: "Not a member, not staff, not owner/admin, or the feature is off",
-    404: "No such entity in this organization, or no such route",
-    409: "Conflicts with the current state",
-    413: "The body is larger than the route takes (BODY_TOO_LARGE: 1 MiB, 64 KiB on the public routes)",
-    415: "The body is not JSON (Content-Type)",
-    422: "Refused as it stands (e.g. IDEMPOTENCY_KEY_REUSED)",
-    500: "Our failure",
-}
-
-
-def _html(response: dict[str, Any]) -> dict[str, Any] | None:
-    content = response.get("content") or {}
-    return content if "text/html" in content else None
-
-
-def _document_errors(document: dict[str, Any]) -> dict[str, Any]:
-    """Every operation lists the error statuses it can answer, with our error shape."""
-    document.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
-    error_content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
-    for operations in document["paths"].values():
-        for operation in operations.values():
-            responses = operation.setdefault("responses", {})
-            for status, ours in ERROR_RESPONSES.items():
-                # a route's own description of 404/409/429 names its codes; 422 and 500 are the resolver's
-                declared = responses.get(str(status), {}).get("description") if status not in (422, 500) else None
-                page = _html(responses.get(str(status), {}))
-                responses[str(status)] = {"description": declared or ours, **({"content": page} if page else {})}
-            for status, response in responses.items():
-                if status.startswith(("4", "5")) and not _html(response):  # a page for people keeps its HTML
-                    response["content"] = error_content
-            if "204" in responses:  # no body at all, so no media type either
-                responses["204"].pop("content", None)
-    schemas = document["components"]["schemas"]
-    # Powertools' own validation models: our errors answer the Error shape instead, and nothing refers to them
-    # (ResponseValidationError refers to ValidationError, so keeping it alone left a dangling $ref).
-    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
-        schemas.pop(unused, None)
-    return document
+    security=[{BEARER: []}],
+)
 
 
 @cache
 def openapi_schema() -> dict[str, Any]:
-    """The OpenAPI document, built once per container from the routes' types, with the links between them."""
-    document = json.loads(app.get_openapi_json_schema(title="LeadCRM API", version="0.1.0"))
-    return document_links(_document_errors(document))
+    """The OpenAPI document, built once per container from the routes' declarations and types."""
+    return json.loads(app.get_openapi_json_schema())
+
+
+def openapi_text() -> str:
+    """The document as `make openapi` commits it: keys sorted, so that a diff shows only what changed."""
+    return json.dumps(openapi_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 @app.get("/openapi.json", include_in_schema=False)

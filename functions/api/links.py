@@ -4,15 +4,20 @@ Each create operation's success responses link to every operation on the new ent
 lead: `GET`/`PATCH …/leads/{leadId}`, its moves, conversion, qualification, …), and to the creates that refer
 to it from a body (a task, a deal, a ticket or a conversation for that lead; a routing rule for a new queue).
 The ids come from the response (`$response.body#/data/id`) and the path the create was called on
-(`$request.path.orgId`). Written once here from one table, so a new route under an entity is linked without
-anyone remembering to; the stateful fuzzing (tests/reliability/test_api_stateful_fuzz.py) follows these links
-to drive real sequences (create a lead, then move, patch and convert that lead).
+(`$request.path.orgId`). The links are Powertools' own (a route's `responses[status]["links"]`), written once
+from one table when the routers are composed (api.handler), because a link names its target by operationId and
+the targets are known only once every router is included: a new route under an entity is linked without anyone
+remembering to. The stateful fuzzing (tests/reliability/test_api_stateful_fuzz.py) follows these links to drive
+real sequences (create a lead, then move, patch and convert that lead).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+from aws_lambda_powertools.event_handler.api_gateway import Route
 
 ORG = "/organizations/{orgId}"
 
@@ -86,48 +91,50 @@ def _path_params(path: str) -> list[str]:
     return [part[1:-1] for part in path.split("/") if part.startswith("{") and part.endswith("}")]
 
 
-def _success_statuses(operation: dict[str, Any]) -> list[str]:
-    """The 2xx answers with a JSON body: the ones a new id can be read from."""
-    return [
-        status
-        for status, response in operation.get("responses", {}).items()
-        if status.startswith("2") and "application/json" in response.get("content", {})
-    ]
-
-
-def _link(source_path: str, target_path: str, target: dict[str, Any], param: str, pointer: str) -> dict[str, Any]:
+def _link(source_path: str, target: Route, param: str, pointer: str) -> dict[str, Any]:
     """A link to `target`: the new id for `param`, and every other path id the source's own path names."""
     source_params = set(_path_params(source_path))
     parameters: dict[str, str] = {}
-    for name in _path_params(target_path):
+    for name in _path_params(target.openapi_path):
         if name == param:
             parameters[name] = f"$response.body#{pointer}"
         elif name in source_params:
             parameters[name] = f"$request.path.{name}"
-    return {"operationId": target["operationId"], "parameters": parameters}
+    return {"operationId": target.operation_id, "parameters": parameters}
 
 
-def document_links(document: dict[str, Any]) -> dict[str, Any]:
-    """Adds the links to every producer's success responses (a link names its target by operationId)."""
-    paths = document["paths"]
+def _links(producer: Producer, routes: list[Route]) -> dict[str, Any]:
+    links: dict[str, Any] = {}
+    for target in routes:
+        path = target.openapi_path
+        if target.include_in_schema and (path == producer.prefix or path.startswith(producer.prefix + "/")):
+            links[target.operation_id] = _link(producer.path, target, producer.param, producer.pointer)
+    for reference in (r for r in REFERENCES if r.producer == producer.path):
+        target = _route(routes, reference.method, reference.path)
+        link = _link(producer.path, target, "", producer.pointer)
+        if reference.body_field is not None:
+            link["requestBody"] = {reference.body_field: f"$response.body#{producer.pointer}"}
+        if reference.query is not None:
+            link["parameters"][reference.query] = f"$response.body#{producer.pointer}"
+        links[target.operation_id] = link
+    return dict(sorted(links.items()))
+
+
+def _route(routes: list[Route], method: str, path: str) -> Route:
+    for route in routes:
+        if route.method == method.upper() and route.openapi_path == path:
+            return route
+    raise LookupError(f"links: no operation {method.upper()} {path}")
+
+
+def link_operations(app: APIGatewayHttpResolver) -> None:
+    """Adds the links to every producer's success responses that have a body (not a 204)."""
+    routes = [*app._static_routes, *app._dynamic_routes]  # the resolver's own route list (no public accessor)
     for producer in PRODUCERS:
-        source = paths.get(producer.path, {}).get(producer.method)
-        if source is None:
-            raise LookupError(f"links: no operation {producer.method.upper()} {producer.path}")
-        links: dict[str, Any] = {}
-        for path, operations in paths.items():
-            if path != producer.prefix and not path.startswith(producer.prefix + "/"):
-                continue
-            for target in operations.values():
-                links[target["operationId"]] = _link(producer.path, path, target, producer.param, producer.pointer)
-        for reference in (r for r in REFERENCES if r.producer == producer.path):
-            target = paths[reference.path][reference.method]
-            link = _link(producer.path, reference.path, target, "", producer.pointer)
-            if reference.body_field is not None:
-                link["requestBody"] = {reference.body_field: f"$response.body#{producer.pointer}"}
-            if reference.query is not None:
-                link["parameters"][reference.query] = f"$response.body#{producer.pointer}"
-            links[target["operationId"]] = link
-        for status in _success_statuses(source):
-            source["responses"][status]["links"] = links
-    return document
+        source = _route(routes, producer.method, producer.path)
+        links = _links(producer, routes)
+        # a copy: a route's responses may be a dict several routes share
+        source.responses = {
+            status: {**response, "links": links} if 200 <= status < 300 and status != 204 else response
+            for status, response in (source.responses or {}).items()
+        }

@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import date, datetime
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from types import UnionType
+from typing import Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, EmailStr, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -63,6 +64,11 @@ class LeadSource(StrEnum):
 
 
 class CreateLeadBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"name": "Ana López", "email": "ana.lopez@example.com", "phone": "+34612345678"}]
+        }
+    )
     name: str | None = Field(default=None, min_length=1, max_length=200)
     email: EmailStr | None = None
     phone: str | None = Field(default=None, min_length=3, max_length=32, pattern=r"^[0-9+()\-\s.]+$")
@@ -129,19 +135,62 @@ class Lead(OutModel):
     updated_at: datetime
 
 
-class Envelope(OutModel, Generic[T]):
+def _schema_name(shape: Any) -> str:
+    """The name a client would give a body of this type: Lead, LeadList, ConvertedOutcomeOrExistingMemberOutcome."""
+    arguments = get_args(shape)
+    if get_origin(shape) is list:
+        return f"{_schema_name(arguments[0])}List"
+    if get_origin(shape) in (Union, UnionType):
+        return "Or".join(_schema_name(argument) for argument in arguments if argument is not type(None))
+    return getattr(shape, "__name__", str(shape))
+
+
+class _NamedByContent(OutModel):
+    """Envelope[Lead] is a subclass named LeadEnvelope (pydantic would name it Envelope_Lead_ in the document,
+    and a generated client after it): one class per content type, made on first use, the same one after."""
+
+    suffix: ClassVar[str] = ""
+
+    def __class_getitem__(cls, params: Any) -> Any:
+        parametrized = super().__class_getitem__(params)  # type: ignore[misc]
+        if parametrized.__pydantic_generic_metadata__["parameters"]:  # still generic (T inside T's definitions)
+            return parametrized
+        name = f"{_schema_name(params)}{cls.suffix}"
+        named = _NAMED.get(name)
+        if named is None:
+            named = _NAMED[name] = type(name, (parametrized,), {"__module__": cls.__module__, "__doc__": cls.__doc__})
+        return named
+
+
+_NAMED: dict[str, type[BaseModel]] = {}
+
+
+class Envelope(_NamedByContent, Generic[T]):
+    """`{"data": …}`: one thing."""
+
+    suffix: ClassVar[str] = "Envelope"
     data: T
 
 
-class ListEnvelope(OutModel, Generic[T]):
+class ListEnvelope(_NamedByContent, Generic[T]):
+    """`{"data": [...], "nextCursor": …}`: one page of a list."""
+
+    suffix: ClassVar[str] = "Page"
     data: list[T]
     next_cursor: str | None
 
 
-class ErrorBody(BaseModel):
-    code: str
-    message: str
+class ErrorDetail(BaseModel):
+    """What went wrong: `code` is stable and machine-readable, `message` is for people and may change; some
+    codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details)."""
+
+    code: str = Field(
+        description="Stable error code; each response lists the ones it can carry", examples=["LEAD_NOT_FOUND"]
+    )
+    message: str = Field(description="For people; may change", examples=["Lead not found."])
 
 
-class ErrorEnvelope(BaseModel):
-    error: ErrorBody
+class Error(BaseModel):
+    """Every error answer: `{"error": {"code", "message", …}}` (leadcrm.platform.errors)."""
+
+    error: ErrorDetail

@@ -19,7 +19,6 @@ Like the webhook receiver it imports neither SQLAlchemy nor pydantic (a test ass
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -35,7 +34,7 @@ from leadcrm.ingestion.rules.meta import (
     fetched_lead_payload,
     leadgen_changes,
 )
-from leadcrm.platform import json_limits
+from leadcrm.platform import clock, json_limits
 from leadcrm.platform.adapters import ingestion_queue, integration_secrets, webhook_bodies
 from leadcrm.platform.failures import json_object, reading, rejecting_permanent
 from leadcrm.platform.telemetry import instrumented
@@ -79,7 +78,7 @@ def fetch_and_forward(change: LeadgenChange, *, received_at: str | None = None) 
         FETCHED_KIND,
         {
             "receivedAt": received_at,
-            "fetchedAt": datetime.now(UTC).isoformat(),
+            "fetchedAt": clock.now().isoformat(),
             "payload": fetched_lead_payload(change, lead),
         },
     )

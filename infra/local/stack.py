@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 from infra.local import aws, docs, faults, ses
 from infra.local.auth import KEY_FILE, MAX_TTL_SECONDS, TOKEN_DAYS, JwtAuthorizer, LocalAuthority, TokenRefused
+from infra.local.clock import CLOCK_ROUTES
 from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_result, make_server
 from infra.local.graph import LocalGraph
 from infra.local.lambdas import LocalLambdas
@@ -457,4 +458,5 @@ LOCAL_ROUTES = {
     ("POST", "/_local/faults"): faults.arm_route,
     ("GET", "/_local/faults"): faults.list_route,
     ("DELETE", "/_local/faults"): faults.clear_route,
+    **CLOCK_ROUTES,  # GET/POST/DELETE /_local/clock (infra/local/clock.py)
 }

@@ -107,6 +107,23 @@ class LocalStackClient:
         assert reply.status == 201, reply.body
         return reply.json()["data"]["token"]
 
+    def advance_clock(self, duration: str) -> dict[str, Any]:
+        """`POST /_local/clock {"advance": duration}`: the stack's time moves on (use the `local_clock` fixture,
+        which puts it back)."""
+        reply = self.request("POST", "/_local/clock", json_body={"advance": duration})
+        assert reply.status == 200, reply.body
+        return reply.json()["data"]
+
+    def set_clock(self, instant: str) -> dict[str, Any]:
+        reply = self.request("POST", "/_local/clock", json_body={"set": instant})
+        assert reply.status == 200, reply.body
+        return reply.json()["data"]
+
+    def reset_clock(self) -> dict[str, Any]:
+        reply = self.request("DELETE", "/_local/clock")
+        assert reply.status == 200, reply.body
+        return reply.json()["data"]
+
     def new_organization(self) -> dict[str, Any]:
         reply = self.request("POST", "/_local/orgs", json_body={"name": "E2E Studio"})
         assert reply.status == 201, reply.body
@@ -170,6 +187,22 @@ def running_local_stack(database_url: str, data_dir: Path, output: deque[str] | 
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture
+def local_clock(local_stack: LocalStackClient) -> Iterator[LocalStackClient]:
+    """The shared stack, for a test that moves its clock: afterwards the clock is real time again, whatever
+    the test did, so the next test of the worker (any module) starts from now. What the moved time set off
+    is let finish first (`/_local/idle`): an event stamped in the future and left to the relay would wait
+    for the real time to pass it."""
+    local_stack.reset_clock()
+    try:
+        yield local_stack
+    finally:
+        try:
+            local_stack.wait_until_idle()
+        finally:
+            local_stack.reset_clock()
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ Registered before `…/leads/{leadId}` (api.handler), so `analytics` is never re
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -30,6 +30,7 @@ from api.analytics.schemas_analytics import (
     StatusCount,
 )
 from api.http import caller
+from api.operations import Operations
 from api.params import FromDay, ToDay
 from api.schemas import Envelope
 from leadcrm.analytics import reports as analytics
@@ -37,11 +38,12 @@ from leadcrm.analytics.attribution_report import attribution_report
 from leadcrm.analytics.rules.reports import MAX_ATTRIBUTION_WINDOW_DAYS, Period, attribution_window, period_of
 from leadcrm.directory.access import require_staff
 from leadcrm.directory.rules import Actor
+from leadcrm.platform import clock
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Analytics")
 
-TAGS = ["Analytics"]
 RESPONSE_COUNTED = (
     "leads.first_human_response_at - leads.created_at: the first touch a staff member logged on the lead "
     "(never an automatic acknowledgement, an auto-task or a system event); leads not yet answered are counted "
@@ -64,12 +66,18 @@ def _period_out(period: Period, from_day: date | None, to_day: date | None, time
     )
 
 
-@router.get("/organizations/<orgId>/leads/analytics", tags=TAGS, summary="Lead analytics (G5)")
+@ops.get(
+    "/organizations/<orgId>/leads/analytics",
+    "getLeadAnalytics",
+    "Lead analytics (G5)",
+    "Counts per status and source, conversions and follow-up figures over a period of organization-local days (G5).",
+    errors={400: ["INVALID_PERIOD"]},
+)
 def overview(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[LeadAnalyticsOut]:
     with UnitOfWork() as uow:
         actor, timezone, period = _scope(uow, orgId, from_, to)
         figures = analytics.lead_analytics(
-            uow.connection, actor.organization_id, period, now=datetime.now(UTC), timezone=timezone
+            uow.connection, actor.organization_id, period, now=clock.now(), timezone=timezone
         )
     return Envelope[LeadAnalyticsOut](
         data=LeadAnalyticsOut(
@@ -91,7 +99,13 @@ def overview(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Le
     )
 
 
-@router.get("/organizations/<orgId>/leads/analytics/funnel", tags=TAGS, summary="Funnel and time in each stage")
+@ops.get(
+    "/organizations/<orgId>/leads/analytics/funnel",
+    "getLeadFunnel",
+    "Funnel and time in each stage",
+    "How many leads reached each stage of a pipeline over the period, and the time they spent in each.",
+    errors={400: ["INVALID_PERIOD"]},
+)
 def funnel(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[FunnelOut]:
     with UnitOfWork() as uow:
         actor, timezone, period = _scope(uow, orgId, from_, to)
@@ -109,10 +123,12 @@ def funnel(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Funn
     )
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/leads/analytics/response-times",
-    tags=TAGS,
-    summary="First human response: median and 90th percentile",
+    "getLeadResponseTimes",
+    "First human response: median and 90th percentile",
+    "Median and 90th percentile of the first human response to a new lead, overall and per assignee.",
+    errors={400: ["INVALID_PERIOD"]},
 )
 def response_times(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[ResponseTimesOut]:
     with UnitOfWork() as uow:
@@ -131,10 +147,15 @@ def response_times(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envel
     )
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/leads/analytics/campaigns",
-    tags=TAGS,
-    summary="Attribution per campaign: customers, spend, CAC, first/last/linear credit",
+    "getCampaignAttribution",
+    "Attribution per campaign: customers, spend, CAC, first/last/linear credit",
+    (
+        "Per campaign and channel: leads, customers, spend, cost per acquisition, and first-touch, last-touch and "
+        "linear credit over the period."
+    ),
+    errors={400: ["INVALID_PERIOD"]},
 )
 def campaigns(
     orgId: str,

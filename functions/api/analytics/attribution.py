@@ -21,14 +21,15 @@ from api.analytics.schemas_analytics import (
     UpdateSpendBody,
 )
 from api.http import caller, entity_id, json_response
+from api.operations import MANAGER, Operations
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.analytics import attribution, spend
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Analytics")
 
-TAGS = ["Attribution"]
 SPEND_PATH = "/organizations/<orgId>/leads/campaigns/<campaignId>/spend"
 
 
@@ -39,10 +40,12 @@ def _attribution_out(result: attribution.LeadAttribution) -> LeadAttributionOut:
     )
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/leads/<leadId>/attribution",
-    tags=TAGS,
-    summary="A lead's first touch (its acquisition) and touch log",
+    "getLeadAttribution",
+    "A lead's first touch (its acquisition) and touch log",
+    "The lead's acquisition (its first touch's channel and campaign) and its touch log, oldest first.",
+    errors={404: ["LEAD_NOT_FOUND"]},
 )
 def lead_attribution(orgId: str, leadId: str) -> Envelope[LeadAttributionOut]:
     with UnitOfWork() as uow:
@@ -53,10 +56,12 @@ def lead_attribution(orgId: str, leadId: str) -> Envelope[LeadAttributionOut]:
     return Envelope[LeadAttributionOut](data=_attribution_out(result))
 
 
-@router.put(
+@ops.put(
     "/organizations/<orgId>/leads/<leadId>/attribution",
-    tags=TAGS,
-    summary="Correct a lead's acquisition channel and campaign, with a reason (audited on the timeline)",
+    "correctLeadAttribution",
+    "Correct a lead's acquisition channel and campaign, with a reason (audited on the timeline)",
+    "Corrects the acquisition channel and campaign with a reason; the correction is on the lead's timeline.",
+    errors={400: ["CAMPAIGN_NOT_FOUND"], 404: ["LEAD_NOT_FOUND"]},
 )
 def correct(orgId: str, leadId: str, body: Annotated[CorrectAttributionBody, Body()]) -> Envelope[LeadAttributionOut]:
     with UnitOfWork() as uow:
@@ -73,7 +78,14 @@ def correct(orgId: str, leadId: str, body: Annotated[CorrectAttributionBody, Bod
     return Envelope[LeadAttributionOut](data=_attribution_out(result))
 
 
-@router.get(SPEND_PATH, tags=TAGS, summary="A campaign's spend entries, latest period first")
+@ops.get(
+    SPEND_PATH,
+    "listCampaignSpend",
+    "A campaign's spend entries, latest period first",
+    "The campaign's spend entries, latest period first.",
+    who=MANAGER,
+    errors={404: ["CAMPAIGN_NOT_FOUND"]},
+)
 def spend_index(orgId: str, campaignId: str) -> ListEnvelope[SpendOut]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
@@ -83,11 +95,17 @@ def spend_index(orgId: str, campaignId: str) -> ListEnvelope[SpendOut]:
     return ListEnvelope[SpendOut](data=[SpendOut.model_validate(r) for r in rows], next_cursor=None)
 
 
-@router.post(
+@ops.post(
     SPEND_PATH,
-    tags=TAGS,
-    summary="Record a campaign's spend for a period",
-    responses={201: {"description": "The spend entry"}},
+    "createCampaignSpend",
+    "Record a campaign's spend for a period",
+    (
+        "Records what the campaign cost over a period; periods of one campaign never overlap (409 "
+        "SPEND_PERIOD_OVERLAP) and keep one currency (422 SPEND_CURRENCY_MISMATCH)."
+    ),
+    who=MANAGER,
+    errors={404: ["CAMPAIGN_NOT_FOUND"], 409: ["SPEND_PERIOD_OVERLAP"], 422: ["SPEND_CURRENCY_MISMATCH"]},
+    ok={201: {"description": "The spend entry"}},
 )
 def spend_create(orgId: str, campaignId: str, body: Annotated[SpendBody, Body()]) -> Response[Envelope[SpendOut]]:
     with UnitOfWork() as uow:
@@ -108,7 +126,19 @@ def spend_create(orgId: str, campaignId: str, body: Annotated[SpendBody, Body()]
     return json_response(201, Envelope[SpendOut](data=SpendOut.model_validate(row)))
 
 
-@router.patch(SPEND_PATH + "/<spendId>", tags=TAGS, summary="Change a spend entry")
+@ops.patch(
+    SPEND_PATH + "/<spendId>",
+    "updateCampaignSpend",
+    "Change a spend entry",
+    "Changes a spend entry's amount, currency or period, under the same rules as recording one.",
+    who=MANAGER,
+    errors={
+        400: ["INVALID_PERIOD"],
+        404: ["CAMPAIGN_NOT_FOUND", "SPEND_NOT_FOUND"],
+        409: ["SPEND_PERIOD_OVERLAP"],
+        422: ["SPEND_CURRENCY_MISMATCH"],
+    },
+)
 def spend_change(
     orgId: str, campaignId: str, spendId: str, body: Annotated[UpdateSpendBody, Body()]
 ) -> Envelope[SpendOut]:
@@ -125,8 +155,14 @@ def spend_change(
     return Envelope[SpendOut](data=SpendOut.model_validate(row))
 
 
-@router.delete(
-    SPEND_PATH + "/<spendId>", tags=TAGS, summary="Delete a spend entry", responses={204: {"description": "Deleted"}}
+@ops.delete(
+    SPEND_PATH + "/<spendId>",
+    "deleteCampaignSpend",
+    "Delete a spend entry",
+    "Deletes a spend entry.",
+    who=MANAGER,
+    errors={404: ["SPEND_NOT_FOUND"]},
+    ok={204: {"description": "Deleted"}},
 )
 def spend_remove(orgId: str, campaignId: str, spendId: str) -> Response[None]:
     with UnitOfWork() as uow:

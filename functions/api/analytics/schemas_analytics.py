@@ -8,7 +8,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from api.fields import Day, Omittable
 from api.schemas import CamelModel, OutModel, PeriodOut
@@ -164,6 +164,18 @@ class CorrectAttributionBody(CamelModel):
     """A staff correction of the lead's acquisition: the channel (`direct_unknown` included), the campaign
     (null: none) and why (kept on the timeline)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "channel": "meta_ads",
+                    "campaignId": "0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10",
+                    "reason": "The lead came from the spring Meta campaign",
+                }
+            ]
+        }
+    )
+
     channel: Channel
     campaign_id: uuid.UUID | None = None
     reason: str = Field(min_length=1, max_length=500)
@@ -174,6 +186,11 @@ Currency = Annotated[str, Field(pattern=r"^[A-Z]{3}$", description="ISO 4217, e.
 
 
 class SpendBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"periodStart": "2025-03-01", "periodEnd": "2025-03-31", "amount": 450.0, "currency": "EUR"}]
+        }
+    )
     period_start: Day
     period_end: Day
     amount: Amount
@@ -188,6 +205,7 @@ class SpendBody(CamelModel):
 
 
 class UpdateSpendBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"amount": 480.0}]})
     period_start: Omittable[Day] = None
     period_end: Omittable[Day] = None
     amount: Omittable[Amount] = None

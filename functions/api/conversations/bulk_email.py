@@ -21,6 +21,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.conversations.schemas_conversations import BulkAudience, BulkEmailBody, BulkEmailJob, BulkRecipient
 from api.http import caller, entity_id, json_response
+from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize, assignee_of
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.conversations import bulk_email, queries
@@ -33,8 +34,8 @@ from leadcrm.platform import mail_keys
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Conversations")
 
-TAGS = ["Bulk email"]
 HTML = "text/html; charset=utf-8"
 
 
@@ -59,15 +60,16 @@ def audience_of(body: BulkAudience, actor: Actor) -> bulk_email.Audience:
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/bulk-emails",
-    tags=TAGS,
-    summary="Mail an audience of leads (staff)",
-    description="Broadcast, not conversations: no thread is written and no lead moves; a reply lands in "
+    "createBulkEmail",
+    "Mail an audience of leads",
+    "Broadcast, not conversations: no thread is written and no lead moves; a reply lands in "
     "the lead's thread. Leads whose email consent is revoked, or without an address, are skipped and "
     "reported (`skippedLeads`, first 100, and the counts). Answers 202: sending runs as a job within the "
     "SES sending rate; poll `GET …/bulk-emails/{id}`.",
-    responses={
+    errors={400: ["AUDIENCE_EMPTY", "AUDIENCE_TOO_LARGE"], 404: ["BULK_EMAIL_NOT_FOUND"]},
+    ok={
         202: {"description": "The job, queued"},
         400: {"description": "AUDIENCE_EMPTY, AUDIENCE_TOO_LARGE, VALIDATION_FAILED"},
     },
@@ -81,11 +83,13 @@ def create_bulk_email(orgId: str, body: Annotated[BulkEmailBody, Body()]) -> Res
     return json_response(202, Envelope[BulkEmailJob](data=BulkEmailJob.model_validate(job)))
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/bulk-emails/<jobId>",
-    tags=TAGS,
-    summary="A bulk email's progress (staff)",
-    responses={200: {"description": "OK"}, 404: {"description": "BULK_EMAIL_NOT_FOUND"}},
+    "getBulkEmail",
+    "A bulk email's progress",
+    "The job's status (sending, paused, done), its send and delivery counts, and why it paused if it did.",
+    errors={404: ["BULK_EMAIL_NOT_FOUND"]},
+    ok={200: {"description": "OK"}, 404: {"description": "BULK_EMAIL_NOT_FOUND"}},
 )
 def read_bulk_email(orgId: str, jobId: str) -> Envelope[BulkEmailJob]:
     with UnitOfWork() as uow:
@@ -103,13 +107,14 @@ class RecipientStatus(StrEnum):
     SKIPPED = "skipped"
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/bulk-emails/<jobId>/recipients",
-    tags=TAGS,
-    summary="A bulk email's recipients, their send and delivery status (staff)",
-    description="By lead id, keyset pages (`nextCursor` back as `cursor`). `status` filters the send status, "
+    "listBulkEmailRecipients",
+    "A bulk email's recipients, their send and delivery status",
+    "By lead id, keyset pages (`nextCursor` back as `cursor`). `status` filters the send status, "
     "`deliveryStatus` what SES said (delivered, bounced, complained, rejected, delayed).",
-    responses={200: {"description": "OK"}, 404: {"description": "BULK_EMAIL_NOT_FOUND"}},
+    errors={404: ["BULK_EMAIL_NOT_FOUND"]},
+    ok={200: {"description": "OK"}, 404: {"description": "BULK_EMAIL_NOT_FOUND"}},
 )
 def bulk_email_recipients(
     orgId: str,
@@ -158,8 +163,13 @@ PAGES = {
 }
 
 
-@router.get(
-    "/unsubscribe/<token>", tags=TAGS, summary="Unsubscribe page (public)", include_in_schema=True, responses=PAGES
+@ops.get(
+    "/unsubscribe/<token>",
+    "getUnsubscribePage",
+    "Unsubscribe page",
+    "The page a bulk email's unsubscribe link opens: it asks to confirm (HTML, for people).",
+    ok=PAGES,
+    include_in_schema=True,
 )
 def unsubscribe_page(token: str) -> Response[str]:
     if parse_unsubscribe_token(token, mail_keys.signing_keys()) is None:
@@ -167,12 +177,12 @@ def unsubscribe_page(token: str) -> Response[str]:
     return _page(200, "Unsubscribe", "Stop receiving these emails?", form_action=f"/unsubscribe/{token}")
 
 
-@router.post(
+@ops.post(
     "/unsubscribe/<token>",
-    tags=TAGS,
-    summary="Unsubscribe (public, one-click)",
-    description="RFC 8058 one-click target of List-Unsubscribe-Post: revokes the lead's email consent.",
-    responses=PAGES,
+    "unsubscribe",
+    "Unsubscribe",
+    "RFC 8058 one-click target of List-Unsubscribe-Post: revokes the lead's email consent.",
+    ok=PAGES,
 )
 def unsubscribe(token: str) -> Response[str]:
     lead_id = parse_unsubscribe_token(token, mail_keys.signing_keys())

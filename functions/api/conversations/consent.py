@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.conversations.schemas_conversations import ConsentBody, LeadConsent
 from api.http import caller, entity_id
+from api.operations import Operations
 from api.schemas import Envelope
 from leadcrm.conversations import consent
 from leadcrm.directory.access import require_staff
@@ -20,18 +21,18 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import NotFound
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Conversations")
 
 PATH = "/organizations/<orgId>/leads/<leadId>/consent"
-TAGS = ["Consent"]
 
-
-@router.get(
+@ops.get(
     PATH,
-    tags=TAGS,
-    summary="A lead's consent per channel and its ledger (staff)",
-    description="`allowed` is false only for a revoked channel (nothing said = allowed). `history` is the "
+    "getLeadConsent",
+    "A lead's consent per channel and its ledger",
+    "`allowed` is false only for a revoked channel (nothing said = allowed). `history` is the "
     "append-only ledger, newest first (last 100).",
-    responses={200: {"description": "OK"}, 404: {"description": "LEAD_NOT_FOUND"}},
+    errors={404: ["LEAD_NOT_FOUND"]},
+    ok={200: {"description": "OK"}, 404: {"description": "LEAD_NOT_FOUND"}},
 )
 def read_consent(orgId: str, leadId: str) -> Envelope[LeadConsent]:
     with UnitOfWork() as uow:
@@ -40,13 +41,14 @@ def read_consent(orgId: str, leadId: str) -> Envelope[LeadConsent]:
     return Envelope[LeadConsent](data=LeadConsent.model_validate(view))
 
 
-@router.put(
+@ops.put(
     f"{PATH}/<channel>",
-    tags=TAGS,
-    summary="Grant or revoke a lead's consent on a channel (staff, audited)",
-    description="A grant needs its `legalBasis`. Recorded in the ledger with the caller as actor and on the "
+    "setLeadConsent",
+    "Grant or revoke a lead's consent on a channel",
+    "A grant needs its `legalBasis`. Recorded in the ledger with the caller as actor and on the "
     "lead's timeline (`consent_changed`).",
-    responses={200: {"description": "OK"}, 404: {"description": "LEAD_NOT_FOUND, CONSENT_CHANNEL_NOT_FOUND"}},
+    errors={404: ["CONSENT_CHANNEL_NOT_FOUND", "LEAD_NOT_FOUND"]},
+    ok={200: {"description": "OK"}, 404: {"description": "LEAD_NOT_FOUND, CONSENT_CHANNEL_NOT_FOUND"}},
 )
 def put_consent(orgId: str, leadId: str, channel: str, body: Annotated[ConsentBody, Body()]) -> Envelope[LeadConsent]:
     with UnitOfWork() as uow:

@@ -16,7 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.conversations.schemas_conversations import (
-    AssignBody,
+    AssignConversationBody,
     Conversation,
     ConversationPatchBody,
     ConversationWithMessage,
@@ -27,6 +27,7 @@ from api.conversations.schemas_conversations import (
 )
 from api.http import caller, entity_id, json_response
 from api.idempotent import REPLAYED_HEADER
+from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.conversations import queries, sending
@@ -40,10 +41,10 @@ from leadcrm.platform.errors import Conflict
 from leadcrm.platform.ids import parse_uuid
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Conversations")
 
 BASE = "/organizations/<orgId>/conversations"
 THREAD = f"{BASE}/<conversationId>"
-TAGS = ["Conversations"]
 NOT_FOUND = {404: {"description": "CONVERSATION_NOT_FOUND"}}
 # A route that names responses documents its success status itself (the resolver adds 200 only otherwise).
 OK = {200: {"description": "OK"}, **NOT_FOUND}
@@ -64,14 +65,26 @@ def _with_message(thread: dict, message: dict | None) -> ConversationWithMessage
     )
 
 
-@router.post(
+@ops.post(
     BASE,
-    tags=TAGS,
-    summary="Find or create a contact's thread, and send a first message (staff)",
-    description="Idempotent on (organization, channel, contact): the same lead or member always gets the same "
+    "openConversation",
+    "Find or create a contact's thread, and send a first message",
+    "Idempotent on (organization, channel, contact): the same lead or member always gets the same "
     "thread (201 when it was made, 200 when it existed). With `body`, the message is sent (201) through the "
     "gates of `POST …/messages`.",
-    responses={
+    errors={
+        400: [
+            "ASSIGNEE_NOT_STAFF",
+            "CHANNEL_NOT_SUPPORTED",
+            "CONTACT_HAS_NO_EMAIL",
+            "LEAD_NEEDS_CONTACT",
+            "NO_STAGE_FOR_STATUS",
+        ],
+        403: ["LEAD_CHANNEL_BLOCKED", "MEMBER_EMAIL_OPTED_OUT"],
+        404: ["CONVERSATION_NOT_FOUND", "LEAD_NOT_FOUND", "MEMBER_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["SEND_IN_PROGRESS"],
+    },
+    ok={
         **SEND_RESPONSES,
         200: {"description": "The thread existed (no body: nothing sent)"},
         404: {"description": "LEAD_NOT_FOUND, MEMBER_NOT_FOUND"},
@@ -100,11 +113,11 @@ def open_conversation(
     return json_response(201 if created else 200, Envelope[ConversationWithMessage](data=_with_message(thread, None)))
 
 
-@router.get(
+@ops.get(
     BASE,
-    tags=TAGS,
-    summary="The inbox: threads, newest activity first (staff)",
-    description="Filters combine with AND: `status` (open/closed), `assignee` (`me`, `unassigned` or a user id), "
+    "listConversations",
+    "The inbox: threads, newest activity first",
+    "Filters combine with AND: `status` (open/closed), `assignee` (`me`, `unassigned` or a user id), "
     "`unread=true`, `leadId`, `channel`. Keyset pages: pass `nextCursor` back as `cursor`.",
 )
 def inbox(
@@ -134,7 +147,14 @@ def inbox(
     )
 
 
-@router.get(THREAD, tags=TAGS, summary="One thread (staff)", responses=OK)
+@ops.get(
+    THREAD,
+    "getConversation",
+    "One thread",
+    "The thread with its contact, status, assignee and unread state.",
+    errors={404: ["CONVERSATION_NOT_FOUND"]},
+    ok=OK,
+)
 def read_conversation(orgId: str, conversationId: str) -> Envelope[Conversation]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -144,7 +164,14 @@ def read_conversation(orgId: str, conversationId: str) -> Envelope[Conversation]
     return Envelope[Conversation](data=Conversation.model_validate(thread))
 
 
-@router.patch(THREAD, tags=TAGS, summary="Close or re-open a thread (staff)", responses=OK)
+@ops.patch(
+    THREAD,
+    "updateConversation",
+    "Close or re-open a thread",
+    "Closes or re-opens the thread; a closed thread re-opens by itself when the contact writes again.",
+    errors={404: ["CONVERSATION_NOT_FOUND"]},
+    ok=OK,
+)
 def patch_conversation(
     orgId: str, conversationId: str, body: Annotated[ConversationPatchBody, Body()]
 ) -> Envelope[Conversation]:
@@ -157,14 +184,15 @@ def patch_conversation(
     return Envelope[Conversation](data=Conversation.model_validate(thread))
 
 
-@router.get(
+@ops.get(
     f"{THREAD}/messages",
-    tags=TAGS,
-    summary="A thread's messages, newest first (staff)",
-    description="Outbound (queued, sent, failed, unknown: interrupted after it may have reached SES, never "
+    "listConversationMessages",
+    "A thread's messages, newest first",
+    "Outbound (queued, sent, failed, unknown: interrupted after it may have reached SES, never "
     "re-sent), inbound (received) and internal notes. Keyset pages. An outbound message's `deliveryStatus` is "
     "what SES said after it took the mail.",
-    responses=OK,
+    errors={404: ["CONVERSATION_NOT_FOUND"]},
+    ok=OK,
 )
 def messages(
     orgId: str,
@@ -181,18 +209,30 @@ def messages(
     return ListEnvelope[Message](data=[Message.model_validate(m) for m in page.items], next_cursor=page.next_cursor)
 
 
-@router.post(
+@ops.post(
     f"{THREAD}/messages",
-    tags=TAGS,
-    summary="Send an email in a thread (staff)",
-    description="Gated before anything is written: a lead that revoked email → 403 LEAD_CHANNEL_BLOCKED; a "
+    "sendConversationMessage",
+    "Send an email in a thread",
+    "Gated before anything is written: a lead that revoked email → 403 LEAD_CHANNEL_BLOCKED; a "
     "member with `notificationPrefs.newMessage.email: false` → 403 MEMBER_EMAIL_OPTED_OUT. The subject is "
     "stored by the first message (a blank one → a default in the contact's language) and reused with `Re:`; "
     "Reply-To is the thread's signed address; In-Reply-To/References name the contact's last message. A "
     "delivery failure answers 201 with `status: failed` and the error: the message is kept. With an "
     "`Idempotency-Key`, a retry answers the first outcome and never mails twice (409 SEND_IN_PROGRESS while "
     "the first is still being sent).",
-    responses=SEND_RESPONSES,
+    errors={
+        400: [
+            "ASSIGNEE_NOT_STAFF",
+            "CHANNEL_NOT_SUPPORTED",
+            "CONTACT_HAS_NO_EMAIL",
+            "LEAD_NEEDS_CONTACT",
+            "NO_STAGE_FOR_STATUS",
+        ],
+        403: ["LEAD_CHANNEL_BLOCKED", "MEMBER_EMAIL_OPTED_OUT"],
+        404: ["CONVERSATION_NOT_FOUND", "LEAD_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["SEND_IN_PROGRESS"],
+    },
+    ok=SEND_RESPONSES,
 )
 def send_message(
     orgId: str,
@@ -244,12 +284,13 @@ def _send(
     return json_response(201, Envelope[ConversationWithMessage](data=_with_message(thread, message)))
 
 
-@router.post(
+@ops.post(
     f"{THREAD}/notes",
-    tags=TAGS,
-    summary="Add an internal note (staff)",
-    description="Never sent and never gated.",
-    responses={201: {"description": "The note"}, **NOT_FOUND},
+    "addConversationNote",
+    "Add an internal note",
+    "Never sent and never gated.",
+    errors={404: ["CONVERSATION_NOT_FOUND"]},
+    ok={201: {"description": "The note"}, **NOT_FOUND},
 )
 def add_note(orgId: str, conversationId: str, body: Annotated[NoteBody, Body()]) -> Response[Envelope[Message]]:
     with UnitOfWork() as uow:
@@ -260,7 +301,14 @@ def add_note(orgId: str, conversationId: str, body: Annotated[NoteBody, Body()])
     return json_response(201, Envelope[Message](data=Message.model_validate(message)))
 
 
-@router.post(f"{THREAD}/read", tags=TAGS, summary="Mark a thread read (staff)", responses=OK)
+@ops.post(
+    f"{THREAD}/read",
+    "markConversationRead",
+    "Mark a thread read",
+    "Marks every message of the thread read for the organization.",
+    errors={404: ["CONVERSATION_NOT_FOUND"]},
+    ok=OK,
+)
 def mark_read(orgId: str, conversationId: str) -> Envelope[Conversation]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -269,14 +317,15 @@ def mark_read(orgId: str, conversationId: str) -> Envelope[Conversation]:
     return Envelope[Conversation](data=Conversation.model_validate(thread))
 
 
-@router.put(
+@ops.put(
     f"{THREAD}/assignee",
-    tags=TAGS,
-    summary="Assign a thread (staff)",
-    description="To an active member of the organization (400 ASSIGNEE_NOT_MEMBER otherwise), or null.",
-    responses={400: {"description": "ASSIGNEE_NOT_MEMBER"}, **OK},
+    "assignConversation",
+    "Assign a thread",
+    "To an active member of the organization (400 ASSIGNEE_NOT_MEMBER otherwise), or null.",
+    errors={400: ["ASSIGNEE_NOT_MEMBER"], 404: ["CONVERSATION_NOT_FOUND"]},
+    ok={400: {"description": "ASSIGNEE_NOT_MEMBER"}, **OK},
 )
-def assign(orgId: str, conversationId: str, body: Annotated[AssignBody, Body()]) -> Envelope[Conversation]:
+def assign(orgId: str, conversationId: str, body: Annotated[AssignConversationBody, Body()]) -> Envelope[Conversation]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         thread = service.assign(

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from api.schemas import CamelModel, OutModel, assignee_from
 from leadcrm.conversations.consent import ConsentChannel, ConsentStatus, LegalBasis
@@ -31,6 +31,19 @@ MAX_AUDIENCE_IDS = 10_000
 class OpenConversationBody(CamelModel):
     """POST …/conversations: find or create the contact's thread, then send `body` if given (G9)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "leadId": "0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10",
+                    "channel": "email",
+                    "subject": "Your trial class",
+                    "body": "Hi Ana, thanks for your enquiry.",
+                }
+            ]
+        }
+    )
+
     lead_id: uuid.UUID | None = None
     membership_id: uuid.UUID | None = None
     channel: Channel = Channel.EMAIL
@@ -45,22 +58,29 @@ class OpenConversationBody(CamelModel):
 
 
 class SendMessageBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"body": "Hi Ana, your trial is on Thursday at 18:30."}]})
     body: str = Field(min_length=1, max_length=MAX_BODY_LENGTH)
     # Used only by a thread's first outbound message: later ones reuse the stored subject with "Re:".
     subject: str | None = Field(default=None, max_length=MAX_SUBJECT_LENGTH, pattern=SUBJECT_PATTERN)
 
 
 class NoteBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"body": "She asked for a call after 18:00."}]})
     body: str = Field(min_length=1, max_length=MAX_NOTE_LENGTH)
 
 
-class AssignBody(CamelModel):
+class AssignConversationBody(CamelModel):
     """An active member of the organization, or null to unassign."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"assigneeUserId": "0190b6a2-7c3e-7013-9a51-3f0e8c2b1a13"}]}
+    )
 
     assignee_user_id: uuid.UUID | None
 
 
 class ConversationPatchBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"status": "closed"}]})
     status: ConversationStatus
 
 
@@ -124,6 +144,12 @@ class ConversationWithMessage(OutModel):
 
 class ConsentBody(CamelModel):
     """PUT …/leads/{leadId}/consent/{channel}: a staff grant (with its legal basis) or revocation."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"status": "granted", "legalBasis": "consent", "note": "Asked by phone to be emailed"}]
+        }
+    )
 
     status: ConsentStatus
     legal_basis: LegalBasis | None = None
@@ -198,6 +224,17 @@ class BulkAudience(CamelModel):
 
 
 class BulkEmailBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "subject": "Our summer timetable",
+                    "body": "Hi, our summer timetable starts on 1 July.",
+                    "audience": {"pipelineId": "0190b6a2-7c3e-7a12-9a51-3f0e8c2b1a12", "statuses": ["contacted"]},
+                }
+            ]
+        }
+    )
     subject: str = Field(min_length=1, max_length=MAX_SUBJECT_LENGTH, pattern=SUBJECT_PATTERN)
     body: str = Field(min_length=1, max_length=MAX_BODY_LENGTH)
     audience: BulkAudience

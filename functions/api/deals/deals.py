@@ -39,6 +39,7 @@ from api.deals.schemas_deals import (
 from api.fields import Day
 from api.http import caller, entity_id, json_response
 from api.idempotent import respond_once
+from api.operations import MANAGER, Operations
 from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, FromDay, PageSize, ToDay, assignee_of
 from leadcrm.deals import creation, transitions
 from leadcrm.deals import deals as service
@@ -53,8 +54,8 @@ from leadcrm.directory.rules import Actor
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Deals")
 
-TAGS = ["Deals"]
 DEALS = "/organizations/<orgId>/deals"
 DEAL = f"{DEALS}/<dealId>"
 PIPELINE = f"{DEALS}/pipeline"
@@ -91,7 +92,16 @@ def _deal(row: dict) -> DealEnvelope:
 # -- the forecast ------------------------------------------------------------------------------------------
 
 
-@router.get(f"{DEALS}/forecast", tags=TAGS, summary="Forecast per period and owner, per currency (staff)")
+@ops.get(
+    f"{DEALS}/forecast",
+    "getDealForecast",
+    "Forecast per period and owner, per currency",
+    (
+        "Open and won value per `interval` (month or quarter) and assignee, per currency, weighted by stage "
+        "probability. `from`/`to` are local days; the range is at most 36 intervals and `from` comes before `to`."
+    ),
+    errors={400: ["INVALID_PERIOD"]},
+)
 def read_forecast(
     orgId: str,
     interval: Annotated[Period, Query(description="the size of each row's period")] = Period.MONTH,
@@ -112,7 +122,12 @@ def read_forecast(
 # -- the deal pipeline --------------------------------------------------------------------------------------
 
 
-@router.get(PIPELINE, tags=TAGS, summary="The deal pipeline and its stages (staff)")
+@ops.get(
+    PIPELINE,
+    "getDealPipeline",
+    "The deal pipeline and its stages",
+    "The organization's one deal pipeline and its stages in order.",
+)
 def read_pipeline(orgId: str) -> DealPipelineEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
@@ -121,7 +136,13 @@ def read_pipeline(orgId: str) -> DealPipelineEnvelope:
     return _pipeline(view)
 
 
-@router.patch(PIPELINE, tags=TAGS, summary="Rename the deal pipeline (owner/admin)")
+@ops.patch(
+    PIPELINE,
+    "renameDealPipeline",
+    "Rename the deal pipeline",
+    "Renames the deal pipeline.",
+    who=MANAGER,
+)
 def rename_pipeline(orgId: str, body: Annotated[RenameDealPipelineBody, Body()]) -> DealPipelineEnvelope:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
@@ -130,11 +151,27 @@ def rename_pipeline(orgId: str, body: Annotated[RenameDealPipelineBody, Body()])
     return _pipeline(view)
 
 
-@router.post(
+@ops.post(
     STAGES,
-    tags=TAGS,
-    summary="Add an open stage to the deal pipeline (owner/admin)",
-    responses={201: {"description": "The pipeline with the new stage"}},
+    "addDealStage",
+    "Add an open stage to the deal pipeline",
+    "Adds an open stage at a position among the open stages; won and lost stages stay last.",
+    who=MANAGER,
+    errors={
+        400: [
+            "DEAL_STAGE_KIND",
+            "DEAL_STAGE_LIMIT",
+            "DEAL_PIPELINE_COVERAGE",
+            "DEAL_STAGE_CANNOT_ROT",
+            "DEAL_STAGE_CATEGORY_MISMATCH",
+            "DEAL_STAGE_ORDER",
+            "DEAL_STAGE_PROBABILITY_FIXED",
+            "DEAL_STAGE_PROBABILITY_RANGE",
+            "DEAL_STAGE_ROTTING_RANGE",
+            "STAGE_POSITION_OUT_OF_RANGE",
+        ],
+    },
+    ok={201: {"description": "The pipeline with the new stage"}},
 )
 def add_stage(orgId: str, body: Annotated[AddDealStageBody, Body()]) -> Response[DealPipelineEnvelope]:
     settings = StageSettings(
@@ -151,7 +188,14 @@ def add_stage(orgId: str, body: Annotated[AddDealStageBody, Body()]) -> Response
     return json_response(201, _pipeline(view))
 
 
-@router.put(f"{STAGES}/order", tags=TAGS, summary="Reorder the deal pipeline's stages (owner/admin)")
+@ops.put(
+    f"{STAGES}/order",
+    "reorderDealStages",
+    "Reorder the deal pipeline's stages",
+    "Puts the stages in this order: every stage once, open stages before the closed ones.",
+    who=MANAGER,
+    errors={400: ["DEAL_PIPELINE_COVERAGE", "DEAL_STAGE_ORDER", "STAGE_ORDER_MISMATCH"]},
+)
 def reorder_stages(orgId: str, body: Annotated[ReorderDealStagesBody, Body()]) -> DealPipelineEnvelope:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
@@ -160,7 +204,23 @@ def reorder_stages(orgId: str, body: Annotated[ReorderDealStagesBody, Body()]) -
     return _pipeline(view)
 
 
-@router.patch(f"{STAGES}/<stageId>", tags=TAGS, summary="Edit a deal stage's name and defaults (owner/admin)")
+@ops.patch(
+    f"{STAGES}/<stageId>",
+    "updateDealStage",
+    "Edit a deal stage's name and defaults",
+    "Changes a stage's name, probability and rotting days; a closed stage's probability is fixed.",
+    who=MANAGER,
+    errors={
+        400: [
+            "DEAL_STAGE_CANNOT_ROT",
+            "DEAL_STAGE_CATEGORY_MISMATCH",
+            "DEAL_STAGE_PROBABILITY_FIXED",
+            "DEAL_STAGE_PROBABILITY_RANGE",
+            "DEAL_STAGE_ROTTING_RANGE",
+        ],
+        404: ["DEAL_STAGE_NOT_FOUND"],
+    },
+)
 def update_stage(orgId: str, stageId: str, body: Annotated[UpdateDealStageBody, Body()]) -> DealPipelineEnvelope:
     change = pipelines.StageChange(
         name=body.name,
@@ -179,7 +239,12 @@ def update_stage(orgId: str, stageId: str, body: Annotated[UpdateDealStageBody, 
 # -- deals ---------------------------------------------------------------------------------------------------
 
 
-@router.get(DEALS, tags=TAGS, summary="List deals, newest first (staff)")
+@ops.get(
+    DEALS,
+    "listDeals",
+    "List deals, newest first",
+    "Deals in keyset pages, newest first, filtered by status, stage, owner and lead.",
+)
 def index(
     orgId: str,
     status: Annotated[list[DealStatus] | None, Query()] = None,
@@ -211,11 +276,25 @@ def index(
     return DealListEnvelope(data=[DealResponse.model_validate(r) for r in rows], next_cursor=next_cursor)
 
 
-@router.post(
+@ops.post(
     DEALS,
-    tags=TAGS,
-    summary="Open a deal with a lead or a member (staff)",
-    responses={201: {"description": "Created (or replayed with the same Idempotency-Key)"}, **WRITE_RESPONSES},
+    "createDeal",
+    "Open a deal with a lead or a member",
+    (
+        "Opens a deal for a lead or a member of this organization (not both unless they are the same person); it "
+        "starts on the pipeline's first open stage."
+    ),
+    errors={
+        400: [
+            "ASSIGNEE_NOT_STAFF",
+            "CURRENCY_UNKNOWN",
+            "DEAL_MUST_START_NEW",
+            "DEAL_NEEDS_PARTY",
+            "DEAL_PARTIES_MISMATCH",
+        ],
+        404: ["DEAL_NOT_FOUND", "LEAD_NOT_FOUND", "MEMBERSHIP_NOT_FOUND"],
+    },
+    ok={201: {"description": "Created (or replayed with the same Idempotency-Key)"}, **WRITE_RESPONSES},
 )
 def create(
     orgId: str,
@@ -248,7 +327,13 @@ def create(
         )
 
 
-@router.get(DEAL, tags=TAGS, summary="One deal with its history and compensations (staff)")
+@ops.get(
+    DEAL,
+    "getDeal",
+    "One deal with its history and compensations",
+    "The deal with its stage history and the compensations recorded on it.",
+    errors={404: ["DEAL_NOT_FOUND"]},
+)
 def read(orgId: str, dealId: str) -> DealDetailEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
@@ -256,7 +341,21 @@ def read(orgId: str, dealId: str) -> DealDetailEnvelope:
     return DealDetailEnvelope(data=DealDetail.model_validate(deal))
 
 
-@router.patch(DEAL, tags=TAGS, summary="Edit an open deal (staff)", responses=UPDATED)
+@ops.patch(
+    DEAL,
+    "updateDeal",
+    "Edit an open deal",
+    (
+        "Changes an open deal's value, currency, owner, expected close and offer; a closed-won deal is sealed. Send "
+        "the `version` you read: a stale one is 409 DEAL_VERSION_CONFLICT."
+    ),
+    errors={
+        400: ["ASSIGNEE_NOT_STAFF", "CURRENCY_UNKNOWN"],
+        404: ["DEAL_NOT_FOUND"],
+        409: ["DEAL_VERSION_CONFLICT", "DEAL_SEALED", "DEAL_CLOSED"],
+    },
+    ok=UPDATED,
+)
 def patch(orgId: str, dealId: str, body: Annotated[UpdateDealBody, Body()]) -> DealEnvelope:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
@@ -265,7 +364,34 @@ def patch(orgId: str, dealId: str, body: Annotated[UpdateDealBody, Body()]) -> D
     return _deal(row)
 
 
-@router.post(f"{DEAL}/move", tags=TAGS, summary="Move a deal to a stage (staff)", responses=UPDATED)
+@ops.post(
+    f"{DEAL}/move",
+    "moveDeal",
+    "Move a deal to a stage",
+    (
+        "Moves the deal along the transition table; each stage asks for its evidence (discovery: activityAt, proposal: "
+        "a reference, negotiation: activityNote, won: a closure reason, lost: a loss reason)."
+    ),
+    errors={
+        400: [
+            "DISCOVERY_ACTIVITY_REQUIRED",
+            "PROPOSAL_REFERENCE_REQUIRED",
+            "NEGOTIATION_ACTIVITY_REQUIRED",
+            "CLOSE_REASON_REQUIRED",
+            "LOSS_REASON_REQUIRED",
+        ],
+        404: ["DEAL_NOT_FOUND", "DEAL_STAGE_NOT_FOUND"],
+        409: [
+            "DEAL_VERSION_CONFLICT",
+            "DEAL_SEALED",
+            "DEAL_CLOSED",
+            "DEAL_STALLED",
+            "DEAL_TRANSITION_NOT_ALLOWED",
+            "DEAL_ALREADY_ON_STAGE",
+        ],
+    },
+    ok=UPDATED,
+)
 def move(orgId: str, dealId: str, body: Annotated[MoveDealBody, Body()]) -> DealEnvelope:
     evidence = Evidence(
         activity_at=body.activity_at,
@@ -283,11 +409,17 @@ def move(orgId: str, dealId: str, body: Annotated[MoveDealBody, Body()]) -> Deal
     return _deal(row)
 
 
-@router.post(
+@ops.post(
     f"{DEAL}/reactivate",
-    tags=TAGS,
-    summary="Reactivate a stalled or closed-lost deal (staff)",
-    responses=UPDATED,
+    "reactivateDeal",
+    "Reactivate a stalled or closed-lost deal",
+    "A stalled or closed-lost deal goes back to an open stage, with a reason.",
+    errors={
+        400: ["REACTIVATION_REASON_REQUIRED"],
+        404: ["DEAL_NOT_FOUND"],
+        409: ["DEAL_VERSION_CONFLICT", "DEAL_SEALED", "DEAL_NOT_REACTIVATABLE", "DEAL_TRANSITION_NOT_ALLOWED"],
+    },
+    ok=UPDATED,
 )
 def reactivate(orgId: str, dealId: str, body: Annotated[ReactivateDealBody, Body()]) -> DealEnvelope:
     with UnitOfWork() as uow:
@@ -297,11 +429,16 @@ def reactivate(orgId: str, dealId: str, body: Annotated[ReactivateDealBody, Body
     return _deal(row)
 
 
-@router.post(
+@ops.post(
     f"{DEAL}/compensations",
-    tags=TAGS,
-    summary="Record a correction of a closed-won deal (staff)",
-    responses={
+    "addDealCompensation",
+    "Record a correction of a closed-won deal",
+    (
+        "A sealed closed-won deal never changes: a refund or upsell is recorded as a compensation that the forecast "
+        "and reports add to it."
+    ),
+    errors={404: ["DEAL_NOT_FOUND"], 409: ["DEAL_NOT_WON", "DEAL_VERSION_CONFLICT"]},
+    ok={
         201: {"description": "The compensation"},
         404: {"description": "DEAL_NOT_FOUND"},
         409: {"description": "DEAL_NOT_WON"},

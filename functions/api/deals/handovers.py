@@ -22,21 +22,31 @@ from api.deals.schemas_deals import (
     HandoverOut,
 )
 from api.http import caller, entity_id
+from api.operations import MANAGER, Operations
 from leadcrm.deals import owner_departure as service
 from leadcrm.directory import default_assignee
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Deals")
 
-TAGS = ["Owner departure"]
 
-
-@router.post(
+@ops.post(
     "/organizations/<orgId>/memberships/<membershipId>/handover",
-    tags=TAGS,
-    summary="Hand a departed member's open deals, leads and tasks to another (owner/admin)",
-    responses={
+    "handOverMembership",
+    "Hand a departed member's open deals, leads and tasks to another",
+    (
+        "Hands a departed (no longer active) member's open deals, leads and tasks to another active staff member, or "
+        "to the default assignee."
+    ),
+    who=MANAGER,
+    errors={
+        400: ["ASSIGNEE_NOT_STAFF"],
+        404: ["MEMBERSHIP_NOT_FOUND"],
+        409: ["MEMBERSHIP_STILL_ACTIVE", "NO_ASSIGNEE"],
+    },
+    ok={
         200: {"description": "The handover and what it moved"},
         400: {"description": "ASSIGNEE_NOT_STAFF"},
         404: {"description": "MEMBERSHIP_NOT_FOUND"},
@@ -52,7 +62,12 @@ def hand_over(orgId: str, membershipId: str, body: Annotated[HandoverBody, Body(
     return HandoverEnvelope(data=HandoverOut.model_validate(handover, from_attributes=True))
 
 
-@router.get("/organizations/<orgId>/default-assignee", tags=TAGS, summary="The default assignee setting (staff)")
+@ops.get(
+    "/organizations/<orgId>/default-assignee",
+    "getDefaultAssignee",
+    "The default assignee setting",
+    "Who gets the leads, deals and tasks of a member who leaves, when no one else is named.",
+)
 def read_default_assignee(orgId: str) -> DefaultAssigneeEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -60,11 +75,14 @@ def read_default_assignee(orgId: str) -> DefaultAssigneeEnvelope:
     return DefaultAssigneeEnvelope(data=DefaultAssignee(user_id=user_id))
 
 
-@router.put(
+@ops.put(
     "/organizations/<orgId>/default-assignee",
-    tags=TAGS,
-    summary="Set the default assignee (owner/admin)",
-    responses={200: {"description": "OK"}, 400: {"description": "ASSIGNEE_NOT_STAFF"}},
+    "setDefaultAssignee",
+    "Set the default assignee",
+    "Sets the default assignee to an active staff member, or clears it with null.",
+    who=MANAGER,
+    errors={400: ["ASSIGNEE_NOT_STAFF"]},
+    ok={200: {"description": "OK"}, 400: {"description": "ASSIGNEE_NOT_STAFF"}},
 )
 def set_default_assignee(orgId: str, body: Annotated[DefaultAssigneeBody, Body()]) -> DefaultAssigneeEnvelope:
     with UnitOfWork() as uow:

@@ -10,7 +10,7 @@ import uuid
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt, model_validator
+from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from api.fields import Day, InstantUtcByDefault, Int32, Omittable
 from api.schemas import CamelModel, OutModel, assignee_from
@@ -33,6 +33,20 @@ StageName = Annotated[str, Field(min_length=1, max_length=MAX_STAGE_NAME_LENGTH)
 
 
 class CreateDealBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "leadId": "0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10",
+                    "title": "Annual membership",
+                    "offerType": "plan",
+                    "valueMinor": 59000,
+                    "currency": "EUR",
+                    "expectedCloseDate": "2025-04-30",
+                }
+            ]
+        }
+    )
     title: Title
     offer_type: OfferType
     offer_ref: Reference | None = None
@@ -59,6 +73,8 @@ class CreateDealBody(CamelModel):
 class UpdateDealBody(CamelModel):
     """Only the fields sent change; probability, forecastCategory and offerRef may be null (the stage's
     default, none). `version` is the one the caller read (409 DEAL_VERSION_CONFLICT otherwise)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"version": 3, "valueMinor": 65000}]})
 
     version: Version
     title: Omittable[Title] = None
@@ -88,6 +104,10 @@ COLUMNS = {"assignee_user_id": "owner_user_id"}
 class MoveDealBody(CamelModel):
     """The target stage and the evidence its transition asks for (deals.rules.deals)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"version": 3, "stageId": "0190b6a2-7c3e-7a12-9a51-3f0e8c2b1a12"}]}
+    )
+
     version: Version
     stage_id: uuid.UUID
     activity_at: InstantUtcByDefault | None = None  # → discovery: when the discovery call was scheduled or held
@@ -100,11 +120,17 @@ class MoveDealBody(CamelModel):
 
 
 class ReactivateDealBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"version": 4, "reason": "The customer came back after the holidays"}]}
+    )
     version: Version
     reason: Reason
 
 
 class CompensationBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"amountMinor": -5000, "reason": "Partial refund for a missed month"}]}
+    )
     amount_minor: SignedMoney
     reason: Reason
     document_ref: Reference | None = None
@@ -201,10 +227,18 @@ class CompensationEnvelope(OutModel):
 
 
 class RenameDealPipelineBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Memberships"}]})
     name: StageName
 
 
 class AddDealStageBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"name": "Proposal sent", "kind": "proposal", "probability": 40, "forecastCategory": "pipeline"}
+            ]
+        }
+    )
     name: StageName
     kind: OpenKind
     probability: Percent
@@ -214,6 +248,7 @@ class AddDealStageBody(CamelModel):
 
 
 class UpdateDealStageBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Proposal sent", "probability": 50}]})
     name: Omittable[StageName] = None
     probability: Omittable[Percent] = None
     forecast_category: Omittable[Literal["pipeline", "best_case", "commit", "closed"]] = None
@@ -228,6 +263,19 @@ class UpdateDealStageBody(CamelModel):
 
 
 class ReorderDealStagesBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "stageIds": [
+                        "0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10",
+                        "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11",
+                        "0190b6a2-7c3e-7a12-9a51-3f0e8c2b1a12",
+                    ]
+                }
+            ]
+        }
+    )
     stage_ids: list[uuid.UUID] = Field(min_length=1, max_length=MAX_DEAL_STAGES)
 
 
@@ -294,6 +342,7 @@ class ForecastEnvelope(OutModel):
 
 
 class HandoverBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"toUserId": "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11"}]})
     # An active staff member; omitted: the organization's default assignee (else its oldest active owner).
     to_user_id: uuid.UUID | None = None
 
@@ -314,6 +363,7 @@ class HandoverEnvelope(OutModel):
 
 
 class DefaultAssigneeBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"userId": "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11"}]})
     # An active staff member, or null for the oldest active owner.
     user_id: uuid.UUID | None
 

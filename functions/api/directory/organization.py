@@ -11,8 +11,14 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.directory.schemas_directory import Member, Settings, SettingsEnvelope, UpdateSettingsBody
+from api.directory.schemas_directory import (
+    Member,
+    OrganizationSettings,
+    OrganizationSettingsEnvelope,
+    UpdateOrganizationSettingsBody,
+)
 from api.http import caller
+from api.operations import MANAGER, Operations
 from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize
 from api.schemas import ListEnvelope
 from leadcrm.directory import queries, settings
@@ -21,8 +27,8 @@ from leadcrm.directory.rules import Role
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Organization")
 
-TAGS = ["Organization"]
 SETTINGS = "/organizations/<orgId>/settings"
 
 OWNERSHIP = (
@@ -37,37 +43,45 @@ OWNERSHIP = (
 )
 
 
-@router.get(SETTINGS, tags=TAGS, summary="The organization's settings (staff)", description=OWNERSHIP)
-def read_settings(orgId: str) -> SettingsEnvelope:
+@ops.get(
+    SETTINGS,
+    "getOrganizationSettings",
+    "The organization's settings",
+    OWNERSHIP,
+    errors={404: ["ORGANIZATION_NOT_FOUND"]},
+)
+def read_settings(orgId: str) -> OrganizationSettingsEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         view = queries.read_settings(uow.connection, actor.organization_id)
-    return SettingsEnvelope(data=Settings.from_view(view))
+    return OrganizationSettingsEnvelope(data=OrganizationSettings.from_view(view))
 
 
-@router.patch(
+@ops.patch(
     SETTINGS,
-    tags=TAGS,
-    summary="Change the organization's name, timezone, country, locale or default assignee (owner/admin)",
-    description=OWNERSHIP + " Only the fields sent change; `country` and `defaultAssigneeUserId` may be null.",
-    responses={200: {"description": "The settings as they now are"}, 400: {"description": "ASSIGNEE_NOT_STAFF"}},
+    "updateOrganizationSettings",
+    "Change the organization's name, timezone, country, locale or default assignee",
+    OWNERSHIP + " Only the fields sent change; `country` and `defaultAssigneeUserId` may be null.",
+    who=MANAGER,
+    errors={400: ["ASSIGNEE_NOT_STAFF"], 404: ["ORGANIZATION_NOT_FOUND"]},
+    ok={200: {"description": "The settings as they now are"}, 400: {"description": "ASSIGNEE_NOT_STAFF"}},
 )
-def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> SettingsEnvelope:
+def update_settings(
+    orgId: str, body: Annotated[UpdateOrganizationSettingsBody, Body()]
+) -> OrganizationSettingsEnvelope:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
         view = settings.update_settings(uow, actor, body.changes())
         uow.commit()
-    return SettingsEnvelope(data=Settings.from_view(view))
+    return OrganizationSettingsEnvelope(data=OrganizationSettings.from_view(view))
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/members",
-    tags=TAGS,
-    summary="Active members by name, in keyset pages (staff)",
-    description=(
-        "Live, active memberships with the user's name and email, ordered by first name, last name; `role` "
-        "takes several values (comma-separated or repeated). `nextCursor` names the page's last membership."
-    ),
+    "listMembers",
+    "Active members by name, in keyset pages",
+    "Live, active memberships with the user's name and email, ordered by first name, last name; `role` "
+    "takes several values (comma-separated or repeated). `nextCursor` names the page's last membership.",
 )
 def members(
     orgId: str,

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from api.fields import Omittable
 from api.schemas import CamelModel, OutModel
@@ -22,10 +22,12 @@ Timezone = Annotated[str, Field(min_length=1, max_length=MAX_TIMEZONE_LENGTH)]
 Country = Annotated[str, Field(min_length=2, max_length=2)]
 
 
-class UpdateSettingsBody(CamelModel):
+class UpdateOrganizationSettingsBody(CamelModel):
     """Only the fields sent change. `country` and `defaultAssigneeUserId` may be null (cleared: national
     phone numbers are then read in the timezone's country; work nobody is named for goes to the oldest
     active owner); the others may not."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Studio Sol", "timezone": "Europe/Madrid"}]})
 
     name: Omittable[OrganizationName] = None
     timezone: Omittable[Timezone] = None
@@ -51,7 +53,7 @@ class UpdateSettingsBody(CamelModel):
         return code
 
     @model_validator(mode="after")
-    def _something_and_no_nulls(self) -> UpdateSettingsBody:
+    def _something_and_no_nulls(self) -> UpdateOrganizationSettingsBody:
         sent = self.model_fields_set
         if not sent:
             raise ValueError("send at least one setting")
@@ -66,7 +68,7 @@ class UpdateSettingsBody(CamelModel):
         return {columns.get(name, name): getattr(self, name) for name in self.model_fields_set}
 
 
-class Settings(OutModel):
+class OrganizationSettings(OutModel):
     organization_id: uuid.UUID
     name: str
     timezone: str
@@ -80,12 +82,12 @@ class Settings(OutModel):
     updated_at: datetime
 
     @classmethod
-    def from_view(cls, view: dict[str, Any]) -> Settings:
+    def from_view(cls, view: dict[str, Any]) -> OrganizationSettings:
         return cls.model_validate({**view, "country": view["country_code"]})
 
 
-class SettingsEnvelope(OutModel):
-    data: Settings
+class OrganizationSettingsEnvelope(OutModel):
+    data: OrganizationSettings
 
 
 class Member(OutModel):

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
 from api.ingestion.schemas_ingestion import Connection, ConnectMetaBody, ConnectWhatsAppBody
+from api.operations import MANAGER, Operations
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_manager
 from leadcrm.ingestion.connections import connect, disconnect, list_connections
@@ -21,8 +22,8 @@ from leadcrm.ingestion.rules.meta import META_PROVIDER, WHATSAPP_PROVIDER
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Ingestion")
 
-TAGS = ["Integrations"]
 CONNECTED = {200: {"description": "The organization's connection, token replaced"}, 201: {"description": "Connected"}}
 
 
@@ -49,40 +50,79 @@ def _disconnect(org_id: str, provider: str, connection_id: str) -> Envelope[Conn
     return Envelope[Connection](data=Connection.model_validate(row))
 
 
-@router.post(
-    "/organizations/<orgId>/integrations/meta", tags=TAGS, summary="Connect a Meta Page (Lead Ads)", responses=CONNECTED
+@ops.post(
+    "/organizations/<orgId>/integrations/meta",
+    "connectMetaPage",
+    "Connect a Meta Page (Lead Ads)",
+    (
+        "Connects a Meta Page so its Lead Ads forms arrive as leads: 201 when new, 200 when this organization's token "
+        "is replaced; a Page connected by another organization is 409 CONNECTION_IN_USE."
+    ),
+    who=MANAGER,
+    errors={409: ["CONNECTION_IN_USE"]},
+    ok=CONNECTED,
 )
 def connect_meta(orgId: str, body: Annotated[ConnectMetaBody, Body()]) -> Response[Envelope[Connection]]:
     return _connect(orgId, META_PROVIDER, body.page_id, body.access_token, body.page_name)
 
 
-@router.get("/organizations/<orgId>/integrations/meta", tags=TAGS, summary="Meta Page connections")
+@ops.get(
+    "/organizations/<orgId>/integrations/meta",
+    "listMetaConnections",
+    "Meta Page connections",
+    "The organization's connected Meta Pages (never their tokens).",
+    who=MANAGER,
+)
 def meta_connections(orgId: str) -> ListEnvelope[Connection]:
     return _index(orgId, META_PROVIDER)
 
 
-@router.delete("/organizations/<orgId>/integrations/meta/<connectionId>", tags=TAGS, summary="Disconnect a Meta Page")
+@ops.delete(
+    "/organizations/<orgId>/integrations/meta/<connectionId>",
+    "disconnectMetaPage",
+    "Disconnect a Meta Page",
+    "Disconnects the Page and deletes its stored token; leads it brought stay.",
+    who=MANAGER,
+    errors={404: ["CONNECTION_NOT_FOUND"]},
+)
 def disconnect_meta(orgId: str, connectionId: str) -> Envelope[Connection]:
     return _disconnect(orgId, META_PROVIDER, connectionId)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/integrations/whatsapp",
-    tags=TAGS,
-    summary="Connect a WhatsApp Cloud phone number",
-    responses=CONNECTED,
+    "connectWhatsAppNumber",
+    "Connect a WhatsApp Cloud phone number",
+    (
+        "Connects a WhatsApp Cloud number so click-to-WhatsApp ads' chats arrive as leads: 201 when new, 200 when this "
+        "organization's token is replaced; a number connected by another organization is 409 CONNECTION_IN_USE."
+    ),
+    who=MANAGER,
+    errors={409: ["CONNECTION_IN_USE"]},
+    ok=CONNECTED,
 )
 def connect_whatsapp(orgId: str, body: Annotated[ConnectWhatsAppBody, Body()]) -> Response[Envelope[Connection]]:
     return _connect(orgId, WHATSAPP_PROVIDER, body.phone_number_id, body.access_token, body.display_phone_number)
 
 
-@router.get("/organizations/<orgId>/integrations/whatsapp", tags=TAGS, summary="WhatsApp Cloud connections")
+@ops.get(
+    "/organizations/<orgId>/integrations/whatsapp",
+    "listWhatsAppConnections",
+    "WhatsApp Cloud connections",
+    "The organization's connected WhatsApp Cloud numbers (never their tokens).",
+    who=MANAGER,
+)
 def whatsapp_connections(orgId: str) -> ListEnvelope[Connection]:
     return _index(orgId, WHATSAPP_PROVIDER)
 
 
-@router.delete(
-    "/organizations/<orgId>/integrations/whatsapp/<connectionId>", tags=TAGS, summary="Disconnect a WhatsApp number"
+@ops.delete(
+    "/organizations/<orgId>/integrations/whatsapp/<connectionId>",
+    "disconnectWhatsAppNumber",
+    "Disconnect a WhatsApp number",
+    "Disconnects the number and deletes its stored token; leads it brought stay.",
+    who=MANAGER,
+    errors={404: ["CONNECTION_NOT_FOUND"]},
 )
 def disconnect_whatsapp(orgId: str, connectionId: str) -> Envelope[Connection]:
     return _disconnect(orgId, WHATSAPP_PROVIDER, connectionId)

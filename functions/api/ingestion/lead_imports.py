@@ -24,6 +24,7 @@ from api.ingestion.schemas_ingestion import (
     NewImportOut,
     Upload,
 )
+from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_staff
@@ -33,8 +34,8 @@ from leadcrm.platform.adapters.lead_import_files import CSV_CONTENT_TYPE
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Ingestion")
 
-TAGS = ["Lead import"]
 _CAMEL = {domain: str(api) for api, domain in LEAD_FIELD_NAMES.items()}
 
 
@@ -43,11 +44,15 @@ def _job(row: dict[str, Any]) -> ImportJob:
     return ImportJob.model_validate({**row, "column_mapping": mapping})
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/leads/import",
-    tags=TAGS,
-    summary="Create a CSV import job and get the URL to upload its file to",
-    responses={201: {"description": "The job (awaiting_upload) and its upload URL"}},
+    "createLeadImport",
+    "Create a CSV import job and get the URL to upload its file to",
+    (
+        "Creates an import job and answers a presigned URL to PUT the CSV file to; nothing is read until the import is "
+        "started."
+    ),
+    ok={201: {"description": "The job (awaiting_upload) and its upload URL"}},
 )
 def create(orgId: str, body: Annotated[CreateImportBody, Body()]) -> Response[Envelope[NewImportOut]]:
     mapping = (
@@ -62,7 +67,12 @@ def create(orgId: str, body: Annotated[CreateImportBody, Body()]) -> Response[En
     return json_response(201, Envelope[NewImportOut](data=NewImportOut(job=_job(created.job), upload=upload)))
 
 
-@router.get("/organizations/<orgId>/leads/import", tags=TAGS, summary="Import jobs, newest first")
+@ops.get(
+    "/organizations/<orgId>/leads/import",
+    "listLeadImports",
+    "Import jobs, newest first",
+    "The organization's CSV import jobs, newest first, in keyset pages.",
+)
 def index(
     orgId: str,
     limit: PageSize = DEFAULT_PAGE_SIZE,
@@ -74,11 +84,16 @@ def index(
     return ListEnvelope[ImportJob](data=[_job(r) for r in page.items], next_cursor=page.next_cursor)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/leads/import/<jobId>/start",
-    tags=TAGS,
-    summary="Start the import once the file is uploaded",
-    responses={202: {"description": "The job, queued (or as it is, when it already started)"}},
+    "startLeadImport",
+    "Start the import once the file is uploaded",
+    (
+        "Queues the uploaded file for import. Without the upload it is 409 UPLOAD_MISSING; a file over the limit is "
+        "422 FILE_TOO_LARGE."
+    ),
+    errors={404: ["IMPORT_NOT_FOUND"], 409: ["UPLOAD_MISSING"], 422: ["FILE_TOO_LARGE"]},
+    ok={202: {"description": "The job, queued (or as it is, when it already started)"}},
 )
 def start(orgId: str, jobId: str) -> Response[Envelope[ImportJob]]:
     with UnitOfWork() as uow:
@@ -87,7 +102,13 @@ def start(orgId: str, jobId: str) -> Response[Envelope[ImportJob]]:
     return json_response(202, Envelope[ImportJob](data=_job(job)))
 
 
-@router.get("/organizations/<orgId>/leads/import/<jobId>", tags=TAGS, summary="An import job and its progress")
+@ops.get(
+    "/organizations/<orgId>/leads/import/<jobId>",
+    "getLeadImport",
+    "An import job and its progress",
+    "The job's status and counts: created, merged, skipped, failed rows.",
+    errors={404: ["IMPORT_NOT_FOUND"]},
+)
 def show(orgId: str, jobId: str) -> Envelope[ImportJob]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -95,7 +116,13 @@ def show(orgId: str, jobId: str) -> Envelope[ImportJob]:
     return Envelope[ImportJob](data=_job(job))
 
 
-@router.get("/organizations/<orgId>/leads/import/<jobId>/rows", tags=TAGS, summary="The per-row report, in file order")
+@ops.get(
+    "/organizations/<orgId>/leads/import/<jobId>/rows",
+    "listLeadImportRows",
+    "The per-row report, in file order",
+    "What happened to each row, in file order, filtered by outcome, in keyset pages.",
+    errors={404: ["IMPORT_NOT_FOUND"]},
+)
 def rows(
     orgId: str,
     jobId: str,

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from api.schemas import CamelModel, OutModel
 
@@ -18,12 +18,28 @@ DisplayName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class ConnectMetaBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"pageId": "104857600123456", "accessToken": "EAAGm0PX4ZCpsBA...", "pageName": "Studio Sol"}]
+        }
+    )
     page_id: ExternalId
     access_token: AccessToken = Field(description="A page access token with leads_retrieval; kept in Secrets Manager")
     page_name: DisplayName | None = None
 
 
 class ConnectWhatsAppBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "phoneNumberId": "109876543210987",
+                    "accessToken": "EAAGm0PX4ZCpsBA...",
+                    "displayPhoneNumber": "+34 612 34 56 78",
+                }
+            ]
+        }
+    )
     phone_number_id: ExternalId
     access_token: AccessToken = Field(description="A system-user token of the WABA; kept in Secrets Manager")
     display_phone_number: DisplayName | None = None
@@ -70,6 +86,13 @@ NO_NUL = r"^[^\x00]*$"
 
 
 class CreateImportBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"fileName": "leads.csv", "columnMapping": {"name": "Full name", "email": "Email", "phone": "Phone"}}
+            ]
+        }
+    )
     # PostgreSQL text cannot hold U+0000: refused here (400) rather than failing the insert (500)
     file_name: str | None = Field(default=None, min_length=1, max_length=255, pattern=NO_NUL)
     column_mapping: dict[LeadField, Annotated[str, Field(min_length=1, max_length=200, pattern=NO_NUL)]] | None = Field(

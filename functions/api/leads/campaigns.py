@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
 from api.leads.schemas_campaigns import Campaign, CreateCampaignBody, UpdateCampaignBody
+from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_staff
@@ -20,11 +21,15 @@ from leadcrm.leads.campaigns import create_manual_campaign, list_campaigns, upda
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
-TAGS = ["Campaigns"]
 
-
-@router.get("/organizations/<orgId>/leads/campaigns", tags=TAGS, summary="Campaign hooks, by name")
+@ops.get(
+    "/organizations/<orgId>/leads/campaigns",
+    "listCampaigns",
+    "Campaign hooks, by name",
+    "The organization's campaign hooks (from Meta, UTM tags or made by hand), by name.",
+)
 def index(
     orgId: str,  # the path names it as the API documents it
     archived: Annotated[bool, Query(description="true: the archived hooks instead of the live ones")] = False,
@@ -37,11 +42,12 @@ def index(
     return ListEnvelope[Campaign](data=[Campaign.model_validate(c) for c in page.items], next_cursor=page.next_cursor)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/leads/campaigns",
-    tags=TAGS,
-    summary="Create a manual campaign bucket",
-    responses={201: {"description": "The campaign"}},
+    "createCampaign",
+    "Create a manual campaign bucket",
+    "A manual campaign bucket that leads, spend and reports can name.",
+    ok={201: {"description": "The campaign"}},
 )
 def create(orgId: str, body: Annotated[CreateCampaignBody, Body()]) -> Response[Envelope[Campaign]]:
     with UnitOfWork() as uow:
@@ -53,8 +59,12 @@ def create(orgId: str, body: Annotated[CreateCampaignBody, Body()]) -> Response[
     return json_response(201, Envelope[Campaign](data=Campaign.model_validate(row)))
 
 
-@router.patch(
-    "/organizations/<orgId>/leads/campaigns/<campaignId>", tags=TAGS, summary="Rename, recolour or archive a campaign"
+@ops.patch(
+    "/organizations/<orgId>/leads/campaigns/<campaignId>",
+    "updateCampaign",
+    "Rename, recolour or archive a campaign",
+    "Renames, recolours or archives a campaign; an archived campaign keeps its leads and reports.",
+    errors={404: ["CAMPAIGN_NOT_FOUND"]},
 )
 def change(orgId: str, campaignId: str, body: Annotated[UpdateCampaignBody, Body()]) -> Envelope[Campaign]:
     with UnitOfWork() as uow:

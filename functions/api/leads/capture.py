@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import error_response, json_response
 from api.leads.schemas_capture import IDEMPOTENCY_KEY_PATTERN, PublicLeadBody, Received
+from api.operations import Operations
 from api.schemas import Envelope
 from leadcrm.leads.capture import RECEIVED_BODY, RECEIVED_STATUS, PublicSubmission, capture_lead
 from leadcrm.leads.rate_limits import RateLimited, count_capture
@@ -23,6 +24,7 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.ids import parse_uuid
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
 CAPTURE_RESPONSES = {
     201: {"description": "Received (the same answer whether the lead is new, a duplicate, or not taken in)"},
@@ -30,8 +32,17 @@ CAPTURE_RESPONSES = {
 }
 
 
-@router.post(
-    "/leads/organization/<orgId>", tags=["Capture"], summary="Submit an enquiry (public)", responses=CAPTURE_RESPONSES
+@ops.post(
+    "/leads/organization/<orgId>",
+    "captureLead",
+    "Submit an enquiry",
+    (
+        "A web form's enquiry. Always 201 `{\"data\": {\"received\": true}}` whether the lead is new, a duplicate "
+        "(merged into the existing lead as a touch) or the organization unknown, so the answer tells nothing about who "
+        "is a lead. Throttled per client IP and per organization."
+    ),
+    errors={429: ["RATE_LIMITED"]},
+    ok=CAPTURE_RESPONSES,
 )
 def capture(
     orgId: str,  # the path names it as the API documents it

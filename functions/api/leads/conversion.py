@@ -26,6 +26,7 @@ from api.leads.schemas_conversion import (
     LinkCandidates,
     LinkMemberBody,
 )
+from api.operations import MANAGER, Operations
 from api.schemas import Envelope
 from leadcrm.directory.access import require_manager, require_staff
 from leadcrm.directory.rules import Role
@@ -33,8 +34,8 @@ from leadcrm.leads import conversion as service
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
-TAGS = ["Conversion"]
 LEAD = "/organizations/<orgId>/leads/<leadId>"
 SALES_WORKSPACE_LEAD = "/organizations/<orgId>/sales-workspace/leads/<leadId>"
 
@@ -43,15 +44,25 @@ def _lead_id(raw: str) -> uuid.UUID:
     return entity_id(raw, "LEAD_NOT_FOUND")
 
 
-@router.post(
+@ops.post(
     f"{LEAD}/convert",
-    tags=TAGS,
-    summary="Convert the lead into a member (owner/admin)",
-    description=(
-        "Creates the membership (and the user when the email has none) and answers `outcome: converted`. "
+    "convertLead",
+    "Convert the lead into a member",
+    "Creates the membership (and the user when the email has none) and answers `outcome: converted`. "
         "When the email is an active member's already, nothing is written and the answer is "
-        "`outcome: existing_member` naming them: link-member is the write."
-    ),
+        "`outcome: existing_member` naming them: link-member is the write.",
+    who=MANAGER,
+    errors={
+        400: [
+            "ALREADY_A_MEMBER",
+            "ASSIGNEE_NOT_STAFF",
+            "LEAD_ALREADY_CONVERTED",
+            "LEAD_NEEDS_CONTACT",
+            "NO_STAGE_FOR_STATUS",
+            "USER_CREATE_RACE",
+        ],
+        404: ["LEAD_NOT_FOUND", "STAGE_NOT_FOUND"],
+    },
 )
 def convert(
     orgId: str, leadId: str, body: Annotated[ConvertBody, Body()]
@@ -78,7 +89,23 @@ def convert(
     )
 
 
-@router.post(f"{LEAD}/link-member", tags=TAGS, summary="Link the lead to an existing active member (owner/admin)")
+@ops.post(
+    f"{LEAD}/link-member",
+    "linkLeadToMember",
+    "Link the lead to an existing active member",
+    "Links the lead to an existing active member: the lead is converted without creating a membership.",
+    who=MANAGER,
+    errors={
+        400: [
+            "ASSIGNEE_NOT_STAFF",
+            "LEAD_ALREADY_CONVERTED",
+            "LEAD_NEEDS_CONTACT",
+            "MEMBER_NOT_ACTIVE",
+            "NO_STAGE_FOR_STATUS",
+        ],
+        404: ["LEAD_NOT_FOUND", "MEMBERSHIP_NOT_FOUND", "STAGE_NOT_FOUND"],
+    },
+)
 def link_member(orgId: str, leadId: str, body: Annotated[LinkMemberBody, Body()]) -> Envelope[AttachedOutcome]:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
@@ -96,16 +123,23 @@ CANDIDATES_DESCRIPTION = (
 )
 
 
-@router.get(f"{LEAD}/link-candidates", tags=TAGS, summary="Members the lead may be", description=CANDIDATES_DESCRIPTION)
+@ops.get(
+    f"{LEAD}/link-candidates",
+    "listLinkCandidates",
+    "Members the lead may be",
+    CANDIDATES_DESCRIPTION,
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def link_candidates(orgId: str, leadId: str, search: SearchText = None) -> Envelope[LinkCandidates]:
     return _candidates(orgId, leadId, search)
 
 
-@router.get(
+@ops.get(
     f"{SALES_WORKSPACE_LEAD}/link-candidates",
-    tags=TAGS,
-    summary="Members the lead may be (Sales workspace)",
-    description=CANDIDATES_DESCRIPTION,
+    "listSalesWorkspaceLinkCandidates",
+    "Members the lead may be (Sales workspace)",
+    CANDIDATES_DESCRIPTION,
+    errors={404: ["LEAD_NOT_FOUND"]},
 )
 def sales_workspace_link_candidates(orgId: str, leadId: str, search: SearchText = None) -> Envelope[LinkCandidates]:
     return _candidates(orgId, leadId, search)

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id
 from api.leads.schemas_erase import BulkEraseBody, BulkEraseOutcome, EraseFailure
+from api.operations import MANAGER, Operations
 from api.schemas import Envelope
 from leadcrm.directory.access import require_manager
 from leadcrm.directory.rules import Actor
@@ -21,8 +22,8 @@ from leadcrm.leads import erase as service
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
-TAGS = ["Erase"]
 LEADS = "/organizations/<orgId>/leads"
 
 
@@ -30,7 +31,17 @@ def _manager(uow: UnitOfWork, orgId: str) -> Actor:
     return require_manager(caller(uow, router, orgId))
 
 
-@router.post(f"{LEADS}/bulk-erase", tags=TAGS, summary="Erase many leads (owner/admin)")
+@ops.post(
+    f"{LEADS}/bulk-erase",
+    "bulkEraseLeads",
+    "Erase many leads",
+    (
+        "Erases up to 1,000 leads as `DELETE …/leads/{leadId}` does each: linked tasks first, then every row that "
+        "names the person; what failed is reported per lead."
+    ),
+    who=MANAGER,
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def bulk_erase(orgId: str, body: Annotated[BulkEraseBody, Body()]) -> Envelope[BulkEraseOutcome]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
@@ -40,11 +51,17 @@ def bulk_erase(orgId: str, body: Annotated[BulkEraseBody, Body()]) -> Envelope[B
     return Envelope[BulkEraseOutcome](data=BulkEraseOutcome(erased=result.erased, failed=failed))
 
 
-@router.delete(
+@ops.delete(
     f"{LEADS}/<leadId>",
-    tags=TAGS,
-    summary="Erase a lead and everything that names it (owner/admin)",
-    responses={204: {"description": "The lead was erased"}},
+    "eraseLead",
+    "Erase a lead and everything that names it",
+    (
+        "Erases the person: the lead and every row that names them (tasks first, then touches, threads, consent, "
+        "deals' links, enrichments); nothing personal is left. Not undoable."
+    ),
+    who=MANAGER,
+    errors={404: ["LEAD_NOT_FOUND"]},
+    ok={204: {"description": "The lead was erased"}},
 )
 def erase(orgId: str, leadId: str) -> Response[None]:
     with UnitOfWork() as uow:

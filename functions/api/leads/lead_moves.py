@@ -27,6 +27,7 @@ from api.leads.schemas_lead_moves import (
     SkippedLead,
     UpdateLeadBody,
 )
+from api.operations import Operations
 from api.schemas import Envelope, Lead
 from leadcrm.directory.access import require_staff
 from leadcrm.directory.rules import Actor
@@ -37,8 +38,8 @@ from leadcrm.leads import placements as lead_placements
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
-TAGS = ["Lead moves"]
 LEADS = "/organizations/<orgId>/leads"
 LEAD = f"{LEADS}/<leadId>"
 PLACEMENTS = f"{LEAD}/pipelines"
@@ -75,7 +76,16 @@ def _skipped(skipped: list[tuple[uuid.UUID, str]]) -> list[SkippedLead]:
 
 
 # Literal paths first: `bulk-move-stage` must never be read as a lead id.
-@router.post(f"{LEADS}/bulk-move-stage", tags=TAGS, summary="Move many leads onto one stage")
+@ops.post(
+    f"{LEADS}/bulk-move-stage",
+    "bulkMoveLeadStage",
+    "Move many leads onto one stage",
+    (
+        "Moves many leads onto one stage of a pipeline; each lead that cannot move is skipped with its reason (the "
+        "same rules as one move)."
+    ),
+    errors={404: ["STAGE_NOT_FOUND"]},
+)
 def bulk_move_stage(orgId: str, body: Annotated[BulkMoveStageBody, Body()]) -> Envelope[BulkMoveOutcome]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
@@ -84,7 +94,12 @@ def bulk_move_stage(orgId: str, body: Annotated[BulkMoveStageBody, Body()]) -> E
     return Envelope[BulkMoveOutcome](data=BulkMoveOutcome(moved=result.moved, skipped=_skipped(result.skipped)))
 
 
-@router.post(f"{LEADS}/bulk-archive", tags=TAGS, summary="Archive or unarchive many leads")
+@ops.post(
+    f"{LEADS}/bulk-archive",
+    "bulkArchiveLeads",
+    "Archive or unarchive many leads",
+    "Archives or unarchives up to 10,000 leads at once; ids not of this organization are skipped and reported.",
+)
 def bulk_archive(orgId: str, body: Annotated[BulkArchiveBody, Body()]) -> Envelope[BulkArchiveOutcome]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
@@ -95,7 +110,28 @@ def bulk_archive(orgId: str, body: Annotated[BulkArchiveBody, Body()]) -> Envelo
     )
 
 
-@router.patch(LEAD, tags=TAGS, summary="Update a lead: stage/status, owner, test flag, contact details")
+@ops.patch(
+    LEAD,
+    "updateLead",
+    "Update a lead: stage/status, owner, test flag, contact details",
+    (
+        "Changes any of: stage or status (one move of the primary placement, with its rules: a lost lead needs a lost "
+        "reason, converting only through convert), owner (active staff), trial date, contact fields, test flag."
+    ),
+    errors={
+        400: [
+            "ASSIGNEE_NOT_STAFF",
+            "LEAD_NEEDS_CONTACT",
+            "NO_STAGE_FOR_STATUS",
+            "CONVERT_REQUIRED",
+            "STAGE_NOT_IN_PIPELINE",
+            "STAGE_ARCHIVED",
+            "LOST_REASON_REQUIRED",
+            "LOST_REASON_NOT_LOST",
+        ],
+        404: ["LEAD_NOT_FOUND", "STAGE_NOT_FOUND"],
+    },
+)
 def update(orgId: str, leadId: str, body: Annotated[UpdateLeadBody, Body()]) -> Envelope[Lead]:
     sent = body.model_fields_set
     change = service.LeadUpdate(
@@ -114,12 +150,24 @@ def update(orgId: str, leadId: str, body: Annotated[UpdateLeadBody, Body()]) -> 
     return _lead(row)
 
 
-@router.post(f"{LEAD}/archive", tags=TAGS, summary="Archive a lead (a flag: its status stays)")
+@ops.post(
+    f"{LEAD}/archive",
+    "archiveLead",
+    "Archive a lead (a flag: its status stays)",
+    "Archives the lead: a flag, its status stays; it leaves the lists and the queue until unarchived.",
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def archive(orgId: str, leadId: str) -> Envelope[Lead]:
     return _set_archived(orgId, leadId, archived=True)
 
 
-@router.post(f"{LEAD}/unarchive", tags=TAGS, summary="Unarchive a lead")
+@ops.post(
+    f"{LEAD}/unarchive",
+    "unarchiveLead",
+    "Unarchive a lead",
+    "Clears the lead's archived flag.",
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def unarchive(orgId: str, leadId: str) -> Envelope[Lead]:
     return _set_archived(orgId, leadId, archived=False)
 
@@ -132,11 +180,24 @@ def _set_archived(orgId: str, leadId: str, *, archived: bool) -> Envelope[Lead]:
     return _lead(row)
 
 
-@router.post(
+@ops.post(
     PLACEMENTS,
-    tags=TAGS,
-    summary="Add the lead to another pipeline (a secondary placement)",
-    responses={201: {"description": "The placement was added"}},
+    "addLeadPlacement",
+    "Add the lead to another pipeline (a secondary placement)",
+    "Places the lead in another pipeline (a secondary placement) on a stage of it, by default its `new` stage.",
+    errors={
+        400: [
+            "NO_STAGE_FOR_STATUS",
+            "CONVERT_REQUIRED",
+            "STAGE_NOT_IN_PIPELINE",
+            "STAGE_ARCHIVED",
+            "LOST_REASON_REQUIRED",
+            "LOST_REASON_NOT_LOST",
+        ],
+        404: ["LEAD_NOT_FOUND", "PIPELINE_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["ALREADY_IN_PIPELINE", "PIPELINE_ARCHIVED"],
+    },
+    ok={201: {"description": "The placement was added"}},
 )
 def add_pipeline(
     orgId: str, leadId: str, body: Annotated[AddPipelineBody, Body()]
@@ -148,7 +209,23 @@ def add_pipeline(
     return json_response(201, Envelope[LeadPlacement](data=_placement(placement)))
 
 
-@router.post(f"{PLACEMENT}/set-primary", tags=TAGS, summary="Make a secondary placement the lead's primary one")
+@ops.post(
+    f"{PLACEMENT}/set-primary",
+    "setPrimaryPlacement",
+    "Make a secondary placement the lead's primary one",
+    "Makes a secondary placement the primary one: the lead's status becomes that stage's category.",
+    errors={
+        400: [
+            "CONVERT_REQUIRED",
+            "STAGE_NOT_IN_PIPELINE",
+            "STAGE_ARCHIVED",
+            "LOST_REASON_REQUIRED",
+            "LOST_REASON_NOT_LOST",
+        ],
+        404: ["LEAD_NOT_FOUND", "PIPELINE_NOT_FOUND", "PLACEMENT_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["PIPELINE_ARCHIVED"],
+    },
+)
 def set_primary(
     orgId: str, leadId: str, pipelineId: str, body: Annotated[SetPrimaryBody | None, Body()] = None
 ) -> Envelope[Lead]:
@@ -165,7 +242,28 @@ def set_primary(
     return _lead(row)
 
 
-@router.patch(PLACEMENT, tags=TAGS, summary="Move the lead within one of its pipelines")
+@ops.patch(
+    PLACEMENT,
+    "moveLeadPlacement",
+    "Move the lead within one of its pipelines",
+    (
+        "Moves the lead to another stage of one of its pipelines; a move of the primary placement changes the lead's "
+        "status, with the same rules as `PATCH …/leads/{leadId}`."
+    ),
+    errors={
+        400: [
+            "ASSIGNEE_NOT_STAFF",
+            "LEAD_NEEDS_CONTACT",
+            "NO_STAGE_FOR_STATUS",
+            "CONVERT_REQUIRED",
+            "STAGE_NOT_IN_PIPELINE",
+            "STAGE_ARCHIVED",
+            "LOST_REASON_REQUIRED",
+            "LOST_REASON_NOT_LOST",
+        ],
+        404: ["LEAD_NOT_FOUND", "PLACEMENT_NOT_FOUND", "STAGE_NOT_FOUND"],
+    },
+)
 def move_in_pipeline(
     orgId: str, leadId: str, pipelineId: str, body: Annotated[MovePlacementBody, Body()]
 ) -> Envelope[LeadPlacement]:
@@ -183,11 +281,13 @@ def move_in_pipeline(
     return Envelope[LeadPlacement](data=_placement(placement))
 
 
-@router.delete(
+@ops.delete(
     PLACEMENT,
-    tags=TAGS,
-    summary="Remove the lead from a secondary pipeline",
-    responses={204: {"description": "The placement was removed"}},
+    "removeLeadPlacement",
+    "Remove the lead from a secondary pipeline",
+    "Removes a secondary placement; the primary one is never removed (400 PRIMARY_PIPELINE_NOT_REMOVABLE).",
+    errors={400: ["PRIMARY_PIPELINE_NOT_REMOVABLE"], 404: ["LEAD_NOT_FOUND", "PLACEMENT_NOT_FOUND"]},
+    ok={204: {"description": "The placement was removed"}},
 )
 def remove_pipeline(orgId: str, leadId: str, pipelineId: str) -> Response[None]:
     with UnitOfWork() as uow:

@@ -11,6 +11,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from api.fields import QueryText
 from api.http import caller, entity_id
 from api.leads.schemas_lead_reads import LeadDetail, LeadListItem
+from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.qualification.schemas_qualification import LeadDetailOrRedirect, MergedRedirect
 from api.schemas import ListEnvelope
@@ -35,12 +36,22 @@ from leadcrm.platform.errors import NotFound
 from leadcrm.qualification.queries import survivor_of
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
 # Repeated values count once; the bound only stops absurd query strings.
 MAX_STATUSES = 2 * len(StageCategory)
 
 
-@router.get("/organizations/<orgId>/leads/<leadId>", tags=["Leads"], summary="A lead with its pipelines and timeline")
+@ops.get(
+    "/organizations/<orgId>/leads/<leadId>",
+    "getLead",
+    "A lead with its pipelines and timeline",
+    (
+        "The lead with its pipeline placements, tags and one timeline of everything that happened to it. A lead merged "
+        "into another answers the survivor, with `meta.redirectedFrom`."
+    ),
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
     """A merged lead's id answers with its survivor, and `meta.redirectedFrom` names the id asked for (the
     tombstone is looked up only when no lead has the id, so a plain read costs nothing more)."""
@@ -60,12 +71,11 @@ def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
     return LeadDetailOrRedirect(data=LeadDetail.model_validate(lead), meta=redirect)
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/leads",
-    tags=["Leads"],
-    summary="Leads, filtered and sorted, in keyset pages",
-    description=(
-        "Filters combine with AND. `status`, `stageIds` and `tags` take several values (comma-separated or "
+    "listLeads",
+    "Leads, filtered and sorted, in keyset pages",
+    "Filters combine with AND. `status`, `stageIds` and `tags` take several values (comma-separated or "
         "repeated). `tags` lists leads having ANY of the tags. `stageIds` with `pipelineId` filters on the "
         "lead's effective stage in that pipeline (its secondary placement's stage, else its primary stage "
         "when that pipeline is its primary one); without `pipelineId`, on the primary stage. `assignee` is "
@@ -73,8 +83,7 @@ def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
         "email case-insensitively, and the phone's digits when the term has 3 digits or more, whichever way "
         "either was written (`+972501234567` finds `050-1234567` and the reverse; national numbers are read in "
         "the organization's phone region, see `GET …/settings`). `nextCursor` "
-        "is valid only with the sort and order it was issued for."
-    ),
+        "is valid only with the sort and order it was issued for.",
 )
 def index(
     orgId: str,  # the path names it as the API documents it

@@ -18,12 +18,14 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from api.http import caller
 from api.idempotent import respond_once
 from api.leads.schemas_returning import ReopenedByCreateEnvelope
+from api.operations import Operations
 from api.schemas import CreateLeadBody, Envelope, Lead
 from leadcrm.directory.access import require_staff
 from leadcrm.leads.intake import Intake, NewLead, create_lead
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
 LEAD_201 = {
     201: {"description": "The lead was created (or the first answer replayed)"},
@@ -32,7 +34,22 @@ LEAD_201 = {
 }
 
 
-@router.post("/organizations/<orgId>/leads", tags=["Leads"], summary="Create a lead (staff)", responses=LEAD_201)
+@ops.post(
+    "/organizations/<orgId>/leads",
+    "createLead",
+    "Create a lead",
+    (
+        "The staff create (G2). A duplicate of an open or won lead is 409 DUPLICATE_LEAD naming it (existingLeadId, "
+        "existingLeadName); a match on a closed lead (lost, frozen, archived) reopens it instead and answers 200 with "
+        "`meta.outcome: reopened`; a new lead is 201."
+    ),
+    errors={
+        400: ["ASSIGNEE_NOT_STAFF", "CAMPAIGN_NOT_FOUND"],
+        404: ["LEAD_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["DUPLICATE_LEAD", "PIPELINE_HAS_NO_NEW_STAGE"],
+    },
+    ok=LEAD_201,
+)
 def create(
     orgId: str,  # the path names it as the API documents it
     body: Annotated[CreateLeadBody, Body()],

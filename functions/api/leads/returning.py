@@ -16,12 +16,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
-from api.leads.schemas_returning import ReopenBody, ReopenEnvelope, ReopenMeta, ReturnedLead
+from api.leads.schemas_returning import ReopenEnvelope, ReopenLeadBody, ReopenMeta, ReturnedLead
+from api.operations import Operations
 from leadcrm.directory.access import require_staff
 from leadcrm.leads.returning import reopen_lead
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
 REOPEN_RESPONSES = {
     200: {"description": "Reopened (meta.outcome reopened), or already open and left as it is (already_open)"},
@@ -30,16 +32,25 @@ REOPEN_RESPONSES = {
 }
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/leads/<leadId>/reopen",
-    tags=["Leads"],
-    summary="Reopen a closed lead (staff)",
-    responses=REOPEN_RESPONSES,
+    "reopenLead",
+    "Reopen a closed lead",
+    (
+        "A closed lead (lost, frozen, archived) goes back to its pipeline's `new` stage; a won lead is not reopened "
+        "(400 LEAD_WON_NOT_REOPENABLE)."
+    ),
+    errors={
+        400: ["LEAD_WON_NOT_REOPENABLE"],
+        404: ["LEAD_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["PIPELINE_HAS_NO_NEW_STAGE"],
+    },
+    ok=REOPEN_RESPONSES,
 )
 def reopen(
     orgId: str,  # the path names them as the API documents them
     leadId: str,
-    body: Annotated[ReopenBody | None, Body()] = None,
+    body: Annotated[ReopenLeadBody | None, Body()] = None,
 ) -> Response[ReopenEnvelope]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from api.fields import Omittable
 from api.schemas import CamelModel, OutModel
@@ -19,12 +19,14 @@ Color = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^(#[0-9A-Fa-
 
 
 class CreateCampaignBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Spring open day"}]})
     name: CampaignName
     channel: Channel | None = None
     color: Color | None = None
 
 
 class UpdateCampaignBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Spring open day", "color": "#3b82f6"}]})
     name: Omittable[CampaignName] = None  # a campaign keeps a name
     color: Color | None = None  # null clears it
     archived: Omittable[bool] = None

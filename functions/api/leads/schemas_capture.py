@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import EmailStr, Field, field_validator, model_validator
+from pydantic import ConfigDict, EmailStr, Field, field_validator, model_validator
 
 from api.schemas import CamelModel, OutModel
 
@@ -30,6 +30,12 @@ class PublicLeadBody(CamelModel):
     Web forms send empty strings for fields the visitor left blank: those count as not sent, so an enquiry
     is never refused over an empty optional field.
     """
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"name": "Ana López", "email": "ana.lopez@example.com", "phone": "+34612345678"}]
+        }
+    )
 
     name: str | None = Field(default=None, max_length=200)
     email: EmailStr | None = None

@@ -6,7 +6,7 @@ import uuid
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import EmailStr, Field
+from pydantic import ConfigDict, EmailStr, Field
 
 from api.schemas import CamelModel, OutModel
 
@@ -24,6 +24,7 @@ class ConvertRole(StrEnum):
 
 
 class ConvertBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"firstName": "Ana", "email": "ana.lopez@example.com"}]})
     first_name: str = Field(min_length=1, max_length=100)
     last_name: str | None = Field(default=None, max_length=100)
     email: EmailStr
@@ -31,6 +32,9 @@ class ConvertBody(CamelModel):
 
 
 class LinkMemberBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"membershipId": "0190b6a2-7c3e-7012-9a51-3f0e8c2b1a12"}]}
+    )
     membership_id: uuid.UUID
 
 

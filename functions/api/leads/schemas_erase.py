@@ -5,13 +5,18 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from api.schemas import CamelModel, OutModel
 from leadcrm.leads.erase import MAX_BULK_ERASE
 
 
 class BulkEraseBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"leadIds": ["0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10", "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11"]}]
+        }
+    )
     lead_ids: Annotated[list[uuid.UUID], Field(min_length=1, max_length=MAX_BULK_ERASE)]
 
 

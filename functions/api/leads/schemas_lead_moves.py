@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from pydantic import EmailStr, Field, StrictBool, model_validator
+from pydantic import ConfigDict, EmailStr, Field, StrictBool, model_validator
 
 from api.fields import Instant, Omittable
 from api.schemas import CamelModel, OutModel
@@ -17,11 +17,12 @@ LostReason = Annotated[str, Field(min_length=1, max_length=500)]
 LeadIds = Annotated[list[uuid.UUID], Field(min_length=1, max_length=MAX_BULK_LEADS)]
 
 
-
 class UpdateLeadBody(CamelModel):
     """PATCH a lead: every field optional, at least one. stageId wins over status. Null clears trialDate,
     the assignee (assigneeUserId: null unassigns) and the contact fields; a stage, a status, a lost reason or
     the test flag cannot be null."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"status": "contacted"}]})
 
     stage_id: Omittable[uuid.UUID] = None
     status: Omittable[StageCategory] = None
@@ -43,23 +44,36 @@ class UpdateLeadBody(CamelModel):
 
 
 class AddPipelineBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"pipelineId": "0190b6a2-7c3e-7010-9a51-3f0e8c2b1a10"}]})
     pipeline_id: uuid.UUID
     # Omitted: the pipeline's first active `new` stage.
     stage_id: uuid.UUID | None = None
 
 
 class MovePlacementBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"stageId": "0190b6a2-7c3e-7011-9a51-3f0e8c2b1a11"}]})
     stage_id: uuid.UUID
     # Only for the primary pipeline, when the move enters lost.
     lost_reason: LostReason | None = None
 
 
 class SetPrimaryBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"lostReason": "price"}]})
     # Needed when the promoted stage is a lost one and the lead is not lost yet.
     lost_reason: LostReason | None = None
 
 
 class BulkMoveStageBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "stageId": "0190b6a2-7c3e-7a12-9a51-3f0e8c2b1a12",
+                    "leadIds": ["0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10", "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11"],
+                }
+            ]
+        }
+    )
     stage_id: uuid.UUID
     lead_ids: LeadIds
     # Needed when the target stage is a lost one (it becomes the reason of every lead that enters lost).
@@ -67,6 +81,16 @@ class BulkMoveStageBody(CamelModel):
 
 
 class BulkArchiveBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "leadIds": ["0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10", "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11"],
+                    "archived": True,
+                }
+            ]
+        }
+    )
     lead_ids: LeadIds
     archived: StrictBool
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from api.schemas import CamelModel, Lead, OutModel
 
 
-class ReopenBody(CamelModel):
+class ReopenLeadBody(CamelModel):
     """Optional: what the person said, appended to the lead's note (a repeat of its last sentence is not)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"note": "Called at lunchtime"}]})
 
     note: str | None = Field(default=None, max_length=5000)
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from api.fields import Omittable
 from api.schemas import CamelModel, OutModel
@@ -25,6 +25,7 @@ class TagCategory(StrEnum):
 
 
 class CreateTagBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Evening classes"}]})
     name: TagName
     category: TagCategory = TagCategory.LABEL
     color: Color | None = None
@@ -32,6 +33,8 @@ class CreateTagBody(CamelModel):
 
 class UpdateTagBody(CamelModel):
     """A tag keeps its category: a purchase tag records what was bought, not a label to recast."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Evening classes", "color": "#3b82f6"}]})
 
     name: Omittable[TagName] = None  # a tag keeps a name
     color: Color | None = None  # null clears it
@@ -44,6 +47,11 @@ class UpdateTagBody(CamelModel):
 
 
 class LeadTagsBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"tagIds": ["0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10", "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11"]}]
+        }
+    )
     tag_ids: list[uuid.UUID] = Field(max_length=MAX_TAGS_PER_LEAD)
 
 

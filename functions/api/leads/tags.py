@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
 from api.leads.schemas_tags import CreateTagBody, LeadTagsBody, Tag, TagCategory, UpdateTagBody
+from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.access import require_staff
@@ -20,11 +21,15 @@ from leadcrm.leads.tags import create_tag, delete_tag, list_tags, replace_lead_t
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Leads")
 
-TAGS = ["Tags"]
 
-
-@router.get("/organizations/<orgId>/leads/tags", tags=TAGS, summary="Tags, by category and name")
+@ops.get(
+    "/organizations/<orgId>/leads/tags",
+    "listTags",
+    "Tags, by category and name",
+    "The organization's tags by category and name.",
+)
 def index(
     orgId: str,  # the path names it as the API documents it
     category: Annotated[TagCategory | None, Query()] = None,
@@ -43,11 +48,13 @@ def index(
     return ListEnvelope[Tag](data=[Tag.model_validate(t) for t in page.items], next_cursor=page.next_cursor)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/leads/tags",
-    tags=TAGS,
-    summary="Create a tag",
-    responses={201: {"description": "The tag"}, 409: {"description": "TAG_EXISTS in this category"}},
+    "createTag",
+    "Create a tag",
+    "Creates a tag; a name is unique per category (409 TAG_EXISTS).",
+    errors={409: ["TAG_EXISTS"]},
+    ok={201: {"description": "The tag"}, 409: {"description": "TAG_EXISTS in this category"}},
 )
 def create(orgId: str, body: Annotated[CreateTagBody, Body()]) -> Response[Envelope[Tag]]:
     with UnitOfWork() as uow:
@@ -59,7 +66,13 @@ def create(orgId: str, body: Annotated[CreateTagBody, Body()]) -> Response[Envel
     return json_response(201, Envelope[Tag](data=Tag.model_validate(row)))
 
 
-@router.patch("/organizations/<orgId>/leads/tags/<tagId>", tags=TAGS, summary="Rename or recolour a tag")
+@ops.patch(
+    "/organizations/<orgId>/leads/tags/<tagId>",
+    "updateTag",
+    "Rename or recolour a tag",
+    "Renames or recolours a tag; a name is unique per category (409 TAG_EXISTS).",
+    errors={404: ["TAG_NOT_FOUND"], 409: ["TAG_EXISTS"]},
+)
 def change(orgId: str, tagId: str, body: Annotated[UpdateTagBody, Body()]) -> Envelope[Tag]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -73,11 +86,13 @@ def change(orgId: str, tagId: str, body: Annotated[UpdateTagBody, Body()]) -> En
     return Envelope[Tag](data=Tag.model_validate(row))
 
 
-@router.delete(
+@ops.delete(
     "/organizations/<orgId>/leads/tags/<tagId>",
-    tags=TAGS,
-    summary="Delete a tag (it comes off every lead)",
-    responses={204: {"description": "Deleted"}},
+    "deleteTag",
+    "Delete a tag (it comes off every lead)",
+    "Deletes the tag; it comes off every lead.",
+    errors={404: ["TAG_NOT_FOUND"]},
+    ok={204: {"description": "Deleted"}},
 )
 def remove(orgId: str, tagId: str) -> Response[None]:
     with UnitOfWork() as uow:
@@ -89,7 +104,13 @@ def remove(orgId: str, tagId: str) -> Response[None]:
     return Response(status_code=204)
 
 
-@router.put("/organizations/<orgId>/leads/<leadId>/tags", tags=TAGS, summary="Replace a lead's tags")
+@ops.put(
+    "/organizations/<orgId>/leads/<leadId>/tags",
+    "setLeadTags",
+    "Replace a lead's tags",
+    "Replaces the lead's tags with these (tags of this organization; an unknown id is 400 TAG_NOT_FOUND).",
+    errors={400: ["TAG_NOT_FOUND"], 404: ["LEAD_NOT_FOUND"]},
+)
 def replace(orgId: str, leadId: str, body: Annotated[LeadTagsBody, Body()]) -> Envelope[list[Tag]]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id
 from api.idempotent import respond_once
+from api.operations import MANAGER, Operations
 from api.pipelines.schemas_pipelines import (
     AddStageBody,
     CreatePipelineBody,
@@ -31,8 +32,8 @@ from leadcrm.pipelines import queries
 from leadcrm.platform.db.uow import UnitOfWork
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Pipelines")
 
-TAGS = ["Pipelines"]
 CREATED = {201: {"description": "Created (or the first answer replayed, with the same Idempotency-Key)"}}
 PIPELINES = "/organizations/<orgId>/pipelines"
 PIPELINE = f"{PIPELINES}/<pipelineId>"
@@ -64,7 +65,12 @@ def _stage(view: queries.StageView) -> Stage:
     return Stage.model_validate(view, from_attributes=True)
 
 
-@router.get(PIPELINES, tags=TAGS, summary="The organization's pipelines with their stages")
+@ops.get(
+    PIPELINES,
+    "listPipelines",
+    "The organization's pipelines with their stages",
+    "The organization's pipelines with their stages in order; archived ones with `includeArchived`.",
+)
 def index(
     orgId: str,  # the path names it as the API documents it
     include_archived: Annotated[bool, Query(alias="includeArchived")] = False,
@@ -77,7 +83,13 @@ def index(
     return ListEnvelope[Pipeline](data=[_pipeline(v) for v in views], next_cursor=None)
 
 
-@router.get(PIPELINE, tags=TAGS, summary="One pipeline with its stages")
+@ops.get(
+    PIPELINE,
+    "getPipeline",
+    "One pipeline with its stages",
+    "One pipeline with its stages in order.",
+    errors={404: ["PIPELINE_NOT_FOUND"]},
+)
 def read(
     orgId: str,
     pipelineId: str,
@@ -91,7 +103,15 @@ def read(
     return Envelope[Pipeline](data=_pipeline(view))
 
 
-@router.post(PIPELINES, tags=TAGS, summary="Create a pipeline (owner/admin)", responses=CREATED)
+@ops.post(
+    PIPELINES,
+    "createPipeline",
+    "Create a pipeline",
+    "Creates a pipeline with its stages; a pipeline always keeps a `new`, a `lost` and a win stage.",
+    who=MANAGER,
+    errors={400: ["PIPELINE_STAGE_LIMIT", "PIPELINE_WIN_COVERAGE"], 409: ["PIPELINE_LIMIT_REACHED"]},
+    ok=CREATED,
+)
 def create(
     orgId: str,
     body: Annotated[CreatePipelineBody, Body()],
@@ -110,7 +130,14 @@ def create(
         )
 
 
-@router.patch(PIPELINE, tags=TAGS, summary="Rename a pipeline (owner/admin)")
+@ops.patch(
+    PIPELINE,
+    "renamePipeline",
+    "Rename a pipeline",
+    "Renames a pipeline that is not archived.",
+    who=MANAGER,
+    errors={404: ["PIPELINE_NOT_FOUND"], 409: ["PIPELINE_ARCHIVED"]},
+)
 def rename(orgId: str, pipelineId: str, body: Annotated[RenamePipelineBody, Body()]) -> Envelope[Pipeline]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
@@ -119,7 +146,14 @@ def rename(orgId: str, pipelineId: str, body: Annotated[RenamePipelineBody, Body
     return Envelope[Pipeline](data=_pipeline(view))
 
 
-@router.post(f"{PIPELINE}/archive", tags=TAGS, summary="Archive a pipeline (owner/admin; not the default)")
+@ops.post(
+    f"{PIPELINE}/archive",
+    "archivePipeline",
+    "Archive a pipeline",
+    "Archives a pipeline; the default pipeline is never archived.",
+    who=MANAGER,
+    errors={400: ["DEFAULT_PIPELINE_CANNOT_BE_ARCHIVED"], 404: ["PIPELINE_NOT_FOUND"]},
+)
 def archive(orgId: str, pipelineId: str) -> Envelope[Pipeline]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
@@ -128,7 +162,19 @@ def archive(orgId: str, pipelineId: str) -> Envelope[Pipeline]:
     return Envelope[Pipeline](data=_pipeline(view))
 
 
-@router.post(STAGES, tags=TAGS, summary="Add a stage (owner/admin)", responses=CREATED)
+@ops.post(
+    STAGES,
+    "addPipelineStage",
+    "Add a stage",
+    "Adds a stage at a position.",
+    who=MANAGER,
+    errors={
+        400: ["PIPELINE_STAGE_LIMIT", "STAGE_POSITION_OUT_OF_RANGE"],
+        404: ["PIPELINE_NOT_FOUND"],
+        409: ["PIPELINE_ARCHIVED"],
+    },
+    ok=CREATED,
+)
 def add_stage(
     orgId: str,
     pipelineId: str,
@@ -150,7 +196,14 @@ def add_stage(
 
 
 # Registered before …/stages/<stageId>: a different method, but kept first so `order` is never read as an id.
-@router.put(f"{STAGES}/order", tags=TAGS, summary="Reorder the active stages (owner/admin)")
+@ops.put(
+    f"{STAGES}/order",
+    "reorderPipelineStages",
+    "Reorder the active stages",
+    "Puts the active stages in this order: every active stage once.",
+    who=MANAGER,
+    errors={400: ["STAGE_ORDER_MISMATCH"], 404: ["PIPELINE_NOT_FOUND"], 409: ["PIPELINE_ARCHIVED"]},
+)
 def reorder_stages(orgId: str, pipelineId: str, body: Annotated[ReorderStagesBody, Body()]) -> Envelope[Pipeline]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)
@@ -159,7 +212,21 @@ def reorder_stages(orgId: str, pipelineId: str, body: Annotated[ReorderStagesBod
     return Envelope[Pipeline](data=_pipeline(view))
 
 
-@router.patch(STAGE, tags=TAGS, summary="Rename a stage or change its category (owner/admin)")
+@ops.patch(
+    STAGE,
+    "updatePipelineStage",
+    "Rename a stage or change its category",
+    (
+        "Renames a stage or changes its category; a stage holding leads keeps its category, and the pipeline keeps its "
+        "win coverage."
+    ),
+    who=MANAGER,
+    errors={
+        400: ["PIPELINE_WIN_COVERAGE"],
+        404: ["PIPELINE_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["PIPELINE_ARCHIVED", "STAGE_ARCHIVED", "STAGE_HAS_LEADS"],
+    },
+)
 def update_stage(
     orgId: str, pipelineId: str, stageId: str, body: Annotated[UpdateStageBody, Body()]
 ) -> Envelope[Stage]:
@@ -172,7 +239,18 @@ def update_stage(
     return Envelope[Stage](data=_stage(view))
 
 
-@router.post(f"{STAGE}/archive", tags=TAGS, summary="Archive a stage that holds no lead (owner/admin)")
+@ops.post(
+    f"{STAGE}/archive",
+    "archivePipelineStage",
+    "Archive a stage that holds no lead",
+    "Archives a stage that holds no lead; the pipeline keeps a `new`, a `lost` and a win stage.",
+    who=MANAGER,
+    errors={
+        400: ["PIPELINE_WIN_COVERAGE"],
+        404: ["PIPELINE_NOT_FOUND", "STAGE_NOT_FOUND"],
+        409: ["PIPELINE_ARCHIVED", "STAGE_HAS_LEADS"],
+    },
+)
 def archive_stage(orgId: str, pipelineId: str, stageId: str) -> Envelope[Stage]:
     with UnitOfWork() as uow:
         actor = _manager(uow, orgId)

@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import Field, StrictInt, model_validator
+from pydantic import ConfigDict, Field, StrictInt, model_validator
 
 from api.schemas import CamelModel, OutModel
 from leadcrm.pipelines.rules.editing import MAX_NAME_LENGTH, MAX_STAGES_PER_PIPELINE
@@ -22,16 +22,19 @@ class NewStageBody(CamelModel):
 
 
 class CreatePipelineBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Personal training"}]})
     name: Name
     # Omitted: one stage per category, like the default pipeline. Given: they must cover new, a win and lost.
     stages: list[NewStageBody] | None = Field(default=None, min_length=1, max_length=MAX_STAGES_PER_PIPELINE)
 
 
 class RenamePipelineBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Personal training"}]})
     name: Name
 
 
 class AddStageBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Trial booked", "category": "trial_booked"}]})
     name: Name
     category: StageCategory
     # An index among the active stages (0 = first); omitted = last. Strict: `true` or "2" is not a place.
@@ -39,6 +42,7 @@ class AddStageBody(CamelModel):
 
 
 class UpdateStageBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Trial booked", "category": "trial_booked"}]})
     name: Name | None = None
     category: StageCategory | None = None
 
@@ -50,6 +54,19 @@ class UpdateStageBody(CamelModel):
 
 
 class ReorderStagesBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "stageIds": [
+                        "0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10",
+                        "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11",
+                        "0190b6a2-7c3e-7a12-9a51-3f0e8c2b1a12",
+                    ]
+                }
+            ]
+        }
+    )
     stage_ids: list[uuid.UUID] = Field(min_length=1, max_length=MAX_STAGES_PER_PIPELINE)
 
 

@@ -13,6 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id
+from api.operations import MANAGER, Operations
 from api.qualification.schemas_qualification import (
     Merge,
     MergeBody,
@@ -28,21 +29,24 @@ from leadcrm.qualification import merge_undo, pseudonymize, queries
 from leadcrm.qualification import merges as service
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Qualification")
 
-TAGS = ["Merges"]
 LEAD = "/organizations/<orgId>/leads/<leadId>"
 MERGE = "/organizations/<orgId>/lead-merges/<mergeId>"
 
 
-@router.post(
+@ops.post(
     f"{LEAD}/merge",
-    tags=TAGS,
-    summary="Merge a duplicate (mergedLeadId) into this lead, the survivor",
-    description=(
-        "Everything the duplicate owns moves to the survivor; empty survivor fields are filled from it; the "
+    "mergeLeads",
+    "Merge a duplicate (mergedLeadId) into this lead, the survivor",
+    "Everything the duplicate owns moves to the survivor; empty survivor fields are filled from it; the "
         "survivor keeps one open follow-up task. The duplicate's id then answers GET …/leads/{id} with the "
-        "survivor (meta.redirectedFrom). 409 MERGED_LEAD_CONVERTED, LEAD_PSEUDONYMIZED; 400 MERGE_SAME_LEAD."
-    ),
+        "survivor (meta.redirectedFrom). 409 MERGED_LEAD_CONVERTED, LEAD_PSEUDONYMIZED; 400 MERGE_SAME_LEAD.",
+    errors={
+        400: ["MERGE_SAME_LEAD"],
+        404: ["LEAD_NOT_FOUND"],
+        409: ["MERGE_POLICY_MISSING", "MERGED_LEAD_CONVERTED", "LEAD_PSEUDONYMIZED"],
+    },
 )
 def merge(orgId: str, leadId: str, body: Annotated[MergeBody, Body()]) -> Envelope[MergeDone]:
     with UnitOfWork() as uow:
@@ -61,10 +65,15 @@ def merge(orgId: str, leadId: str, body: Annotated[MergeBody, Body()]) -> Envelo
     )
 
 
-@router.get(
+@ops.get(
     f"{LEAD}/merge-suggestions",
-    tags=TAGS,
-    summary="Leads that are the same person by the identity rules, and the suggested survivor",
+    "listMergeSuggestions",
+    "Leads that are the same person by the identity rules, and the suggested survivor",
+    (
+        "Leads of this organization that are the same person by the identity rules (email, phone), each with the "
+        "suggested survivor."
+    ),
+    errors={404: ["LEAD_NOT_FOUND"]},
 )
 def suggestions(orgId: str, leadId: str) -> Envelope[MergeSuggestion]:
     with UnitOfWork() as uow:
@@ -73,7 +82,13 @@ def suggestions(orgId: str, leadId: str) -> Envelope[MergeSuggestion]:
     return Envelope[MergeSuggestion](data=MergeSuggestion.model_validate(found))
 
 
-@router.get(f"{LEAD}/merges", tags=TAGS, summary="The merges this lead survived, newest first")
+@ops.get(
+    f"{LEAD}/merges",
+    "listLeadMerges",
+    "The merges this lead survived, newest first",
+    "The merges this lead survived, newest first.",
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def lead_merges(orgId: str, leadId: str) -> ListEnvelope[Merge]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -82,7 +97,13 @@ def lead_merges(orgId: str, leadId: str) -> ListEnvelope[Merge]:
     return ListEnvelope[Merge](data=[Merge.model_validate(r) for r in rows], next_cursor=None)
 
 
-@router.get(MERGE, tags=TAGS, summary="A merge: who, when, the rows it moved, and its undo report")
+@ops.get(
+    MERGE,
+    "getLeadMerge",
+    "A merge: who, when, the rows it moved, and its undo report",
+    "Who merged, when, the rows the merge moved and, once undone, its undo report.",
+    errors={404: ["MERGE_NOT_FOUND"]},
+)
 def read_merge(orgId: str, mergeId: str) -> Envelope[Merge]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -90,14 +111,16 @@ def read_merge(orgId: str, mergeId: str) -> Envelope[Merge]:
     return Envelope[Merge](data=Merge.model_validate(row))
 
 
-@router.post(
+@ops.post(
     f"{MERGE}/undo",
-    tags=TAGS,
-    summary="Undo a merge within 7 days: both leads as they were",
-    description=(
-        "Rows that reached the survivor since the merge stay with it and are listed in "
-        "report.stayedWithSurvivor. 409 MERGE_ALREADY_UNDONE, MERGE_UNDO_WINDOW_PASSED, SURVIVOR_MERGED_SINCE."
-    ),
+    "undoLeadMerge",
+    "Undo a merge within 7 days: both leads as they were",
+    "Rows that reached the survivor since the merge stay with it and are listed in "
+        "report.stayedWithSurvivor. 409 MERGE_ALREADY_UNDONE, MERGE_UNDO_WINDOW_PASSED, SURVIVOR_MERGED_SINCE.",
+    errors={
+        404: ["MERGE_NOT_FOUND"],
+        409: ["MERGE_ALREADY_UNDONE", "MERGE_UNDO_WINDOW_PASSED", "SURVIVOR_MERGED_SINCE", "MERGE_SNAPSHOT_GONE"],
+    },
 )
 def undo(orgId: str, mergeId: str) -> Envelope[UndoDone]:
     with UnitOfWork() as uow:
@@ -111,10 +134,16 @@ def undo(orgId: str, mergeId: str) -> Envelope[UndoDone]:
     )
 
 
-@router.post(
+@ops.post(
     f"{LEAD}/pseudonymize",
-    tags=TAGS,
-    summary="Erase the person but keep the record: personal data replaced by keyed tokens (owner/admin)",
+    "pseudonymizeLead",
+    "Erase the person but keep the record: personal data replaced by keyed tokens",
+    (
+        "Replaces the person's details with keyed tokens and archives the lead, keeping it for analytics; dedup still "
+        "recognises the tokens. Without a configured key it is 503 and nothing changes."
+    ),
+    who=MANAGER,
+    errors={404: ["LEAD_NOT_FOUND"], 409: ["ALREADY_PSEUDONYMIZED"], 503: ["PSEUDONYMIZATION_NOT_CONFIGURED"]},
 )
 def pseudonymize_lead(orgId: str, leadId: str) -> Envelope[Pseudonymized]:
     with UnitOfWork() as uow:

@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
+from api.operations import MANAGER, Operations
 from api.qualification.schemas_qualification import (
     CriteriaBody,
     Enrichment,
@@ -32,12 +33,17 @@ from leadcrm.qualification import scoring
 from leadcrm.qualification.rules.qualification import Criterion, QualificationAction
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Qualification")
 
-TAGS = ["Qualification"]
 LEAD = "/organizations/<orgId>/leads/<leadId>"
 
 
-@router.get("/organizations/<orgId>/scoring-models", tags=TAGS, summary="Scoring model versions, newest first")
+@ops.get(
+    "/organizations/<orgId>/scoring-models",
+    "listScoringModels",
+    "Scoring model versions, newest first",
+    "The scoring model's versions, newest first.",
+)
 def models(orgId: str) -> ListEnvelope[ScoringModel]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -46,11 +52,17 @@ def models(orgId: str) -> ListEnvelope[ScoringModel]:
     return ListEnvelope[ScoringModel](data=[ScoringModel.model_validate(r) for r in rows], next_cursor=None)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/scoring-models",
-    tags=TAGS,
-    summary="A new scoring model version (owner/admin); every lead is rescored by the rescore_leads job",
-    responses={201: {"description": "The new version"}},
+    "createScoringModel",
+    "A new scoring model version (owner/admin); every lead is rescored by the rescore_leads job",
+    (
+        "Saves the next scoring model version; every lead is then rescored by a job. A model no lead could qualify "
+        "under is 400 SCORING_THRESHOLD_UNREACHABLE."
+    ),
+    who=MANAGER,
+    errors={400: ["SCORING_THRESHOLD_UNREACHABLE", "UNKNOWN_ENGAGEMENT_SIGNAL"]},
+    ok={201: {"description": "The new version"}},
 )
 def create_model(orgId: str, body: Annotated[ScoringModelBody, Body()]) -> Response[Envelope[ScoringModel]]:
     rules = [rule.model_dump(mode="json", by_alias=True, exclude_none=True) for rule in body.rules]
@@ -61,11 +73,16 @@ def create_model(orgId: str, body: Annotated[ScoringModelBody, Body()]) -> Respo
     return json_response(201, Envelope[ScoringModel](data=ScoringModel.model_validate(row)))
 
 
-@router.post(
+@ops.post(
     f"{LEAD}/enrichments",
-    tags=TAGS,
-    summary="Add what was learned about the lead (source and confidence); the lead's own fields stay as sent",
-    responses={201: {"description": "The enrichment"}},
+    "addLeadEnrichment",
+    "Add what was learned about the lead (source and confidence); the lead's own fields stay as sent",
+    (
+        "Adds what was learned about the lead, with its source and confidence; the lead's own fields stay as sent and "
+        "the lead is rescored."
+    ),
+    errors={404: ["LEAD_NOT_FOUND"]},
+    ok={201: {"description": "The enrichment"}},
 )
 def enrich(orgId: str, leadId: str, body: Annotated[EnrichmentBody, Body()]) -> Response[Envelope[Enrichment]]:
     with UnitOfWork() as uow:
@@ -84,7 +101,13 @@ def enrich(orgId: str, leadId: str, body: Annotated[EnrichmentBody, Body()]) -> 
     return json_response(201, Envelope[Enrichment](data=Enrichment.model_validate(row)))
 
 
-@router.get(f"{LEAD}/enrichments", tags=TAGS, summary="The lead's enriched fields: current values and history")
+@ops.get(
+    f"{LEAD}/enrichments",
+    "listLeadEnrichments",
+    "The lead's enriched fields: current values and history",
+    "The lead's enriched fields: the current value of each and its history.",
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def enrichments(orgId: str, leadId: str) -> Envelope[LeadEnrichments]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -92,7 +115,13 @@ def enrichments(orgId: str, leadId: str) -> Envelope[LeadEnrichments]:
     return Envelope[LeadEnrichments](data=LeadEnrichments.model_validate(found))
 
 
-@router.get(f"{LEAD}/qualification", tags=TAGS, summary="The lead's qualification state, BANT answers and score")
+@ops.get(
+    f"{LEAD}/qualification",
+    "getLeadQualification",
+    "The lead's qualification state, BANT answers and score",
+    "The lead's qualification state, BANT answers with evidence, and score.",
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def read(orgId: str, leadId: str) -> Envelope[Qualification]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -100,7 +129,13 @@ def read(orgId: str, leadId: str) -> Envelope[Qualification]:
     return Envelope[Qualification](data=Qualification.model_validate(view))
 
 
-@router.post(f"{LEAD}/score", tags=TAGS, summary="Recompute the lead's score now")
+@ops.post(
+    f"{LEAD}/score",
+    "scoreLead",
+    "Recompute the lead's score now",
+    "Recomputes the lead's score under the current scoring model now.",
+    errors={404: ["LEAD_NOT_FOUND"]},
+)
 def rescore(orgId: str, leadId: str) -> Envelope[Qualification]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -109,10 +144,15 @@ def rescore(orgId: str, leadId: str) -> Envelope[Qualification]:
     return Envelope[Qualification](data=Qualification.model_validate(view))
 
 
-@router.put(
+@ops.put(
     f"{LEAD}/qualification/criteria",
-    tags=TAGS,
-    summary="Record BANT answers with evidence (a criterion marked met needs evidence)",
+    "setQualificationCriteria",
+    "Record BANT answers with evidence (a criterion marked met needs evidence)",
+    (
+        "Records the BANT answers (budget, authority, need, timeline); a criterion marked met needs its evidence (400 "
+        "EVIDENCE_REQUIRED)."
+    ),
+    errors={400: ["EVIDENCE_REQUIRED"], 404: ["LEAD_NOT_FOUND"]},
 )
 def criteria(orgId: str, leadId: str, body: Annotated[CriteriaBody, Body()]) -> Envelope[Qualification]:
     changes = {
@@ -151,24 +191,70 @@ def _transition(
     return Envelope[Qualification](data=Qualification.model_validate(view))
 
 
-@router.post(f"{LEAD}/qualification/qualify", tags=TAGS, summary="Qualify (score ≥ threshold, BANT met)")
+@ops.post(
+    f"{LEAD}/qualification/qualify",
+    "qualifyLead",
+    "Qualify (score ≥ threshold, BANT met)",
+    (
+        "Qualifies the lead: its score must reach the model's threshold and every BANT criterion be met, with no "
+        "unresolved duplicate."
+    ),
+    errors={
+        404: ["LEAD_NOT_FOUND"],
+        409: [
+            "DUPLICATES_UNRESOLVED",
+            "NOT_SCORED",
+            "QUALIFICATION_TRANSITION_NOT_ALLOWED",
+            "SCORE_BELOW_THRESHOLD",
+            "QUALIFICATION_CRITERIA_NOT_MET",
+        ],
+    },
+)
 def qualify(orgId: str, leadId: str, body: Annotated[TransitionBody | None, Body()] = None) -> Envelope[Qualification]:
     return _transition(orgId, leadId, QualificationAction.QUALIFY, body)
 
 
-@router.post(f"{LEAD}/qualification/nurture", tags=TAGS, summary="Put into nurture; a re-evaluation is scheduled")
+@ops.post(
+    f"{LEAD}/qualification/nurture",
+    "nurtureLead",
+    "Put into nurture; a re-evaluation is scheduled",
+    "Puts the lead into nurture and schedules its re-evaluation.",
+    errors={
+        404: ["LEAD_NOT_FOUND"],
+        409: ["DUPLICATES_UNRESOLVED", "NOT_SCORED", "QUALIFICATION_TRANSITION_NOT_ALLOWED"],
+    },
+)
 def nurture(orgId: str, leadId: str, body: Annotated[TransitionBody | None, Body()] = None) -> Envelope[Qualification]:
     return _transition(orgId, leadId, QualificationAction.NURTURE, body)
 
 
-@router.post(f"{LEAD}/qualification/disqualify", tags=TAGS, summary="Disqualify (reasonCode is mandatory)")
+@ops.post(
+    f"{LEAD}/qualification/disqualify",
+    "disqualifyLead",
+    "Disqualify (reasonCode is mandatory)",
+    "Disqualifies the lead; `reasonCode` is mandatory (400 DISQUALIFY_REASON_REQUIRED).",
+    errors={
+        400: ["DISQUALIFY_REASON_REQUIRED"],
+        404: ["LEAD_NOT_FOUND"],
+        409: ["DUPLICATES_UNRESOLVED", "NOT_SCORED", "QUALIFICATION_TRANSITION_NOT_ALLOWED"],
+    },
+)
 def disqualify(
     orgId: str, leadId: str, body: Annotated[TransitionBody | None, Body()] = None
 ) -> Envelope[Qualification]:
     return _transition(orgId, leadId, QualificationAction.DISQUALIFY, body)
 
 
-@router.post(f"{LEAD}/qualification/requalify", tags=TAGS, summary="Requalify a disqualified lead (BANT met)")
+@ops.post(
+    f"{LEAD}/qualification/requalify",
+    "requalifyLead",
+    "Requalify a disqualified lead (BANT met)",
+    "Requalifies a disqualified lead once every BANT criterion is met.",
+    errors={
+        404: ["LEAD_NOT_FOUND"],
+        409: ["DUPLICATES_UNRESOLVED", "QUALIFICATION_TRANSITION_NOT_ALLOWED", "QUALIFICATION_CRITERIA_NOT_MET"],
+    },
+)
 def requalify(
     orgId: str, leadId: str, body: Annotated[TransitionBody | None, Body()] = None
 ) -> Envelope[Qualification]:

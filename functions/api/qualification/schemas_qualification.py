@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from api.fields import JsonFloat, JsonInt
 from api.leads.schemas_lead_reads import LeadDetail
@@ -27,6 +27,19 @@ ScalarValue = Scalar | Annotated[list[ScalarText | JsonInt | JsonFloat], Field(m
 
 
 class EnrichmentBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "category": "firmographic",
+                    "field": "companySize",
+                    "value": "11-50",
+                    "source": "clearbit",
+                    "confidence": 0.8,
+                }
+            ]
+        }
+    )
     category: Literal[ENRICHMENT_CATEGORIES]  # type: ignore[valid-type]
     field: FieldName
     # A scalar (text, number, yes/no) or a short list of them.
@@ -102,6 +115,11 @@ Rule = Annotated[FieldRule | SourceRule | EngagementRule, Field(discriminator="k
 
 
 class ScoringModelBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"rules": [{"kind": "field", "field": "email", "weight": 20}], "qualifyThreshold": 20}]
+        }
+    )
     rules: Annotated[list[Rule], Field(min_length=1, max_length=MAX_RULES)]
     qualify_threshold: Annotated[int, Field(ge=0, le=MAX_SCORE)]
     nurture_days: Annotated[int, Field(ge=1, le=365)] = 30
@@ -130,6 +148,17 @@ class CriterionAnswer(CamelModel):
 class CriteriaBody(CamelModel):
     """BANT answers to record; criteria not named keep theirs. `met` needs evidence."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "budget": {"status": "met", "evidence": "Plans to spend 60 EUR a month"},
+                    "need": {"status": "unknown"},
+                }
+            ]
+        }
+    )
+
     budget: CriterionAnswer | None = None
     authority: CriterionAnswer | None = None
     need: CriterionAnswer | None = None
@@ -143,6 +172,9 @@ class CriteriaBody(CamelModel):
 
 
 class TransitionBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"reasonCode": "no_budget", "note": "Called at lunchtime"}]}
+    )
     # Disqualify only, and required there (400 DISQUALIFY_REASON_REQUIRED without it).
     reason_code: DisqualifyReason | None = None
     note: Annotated[str | None, Field(max_length=2000)] = None
@@ -167,6 +199,9 @@ class Qualification(OutModel):
 
 
 class MergeBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"mergedLeadId": "0190b6a2-7c3e-7014-9a51-3f0e8c2b1a14"}]}
+    )
     merged_lead_id: uuid.UUID
 
 

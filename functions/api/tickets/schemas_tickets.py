@@ -6,7 +6,7 @@ import uuid
 from datetime import date, datetime
 from typing import Annotated, Any
 
-from pydantic import EmailStr, Field, model_validator
+from pydantic import ConfigDict, EmailStr, Field, model_validator
 
 from api.fields import Day, Omittable
 from api.schemas import CamelModel, OutModel, PeriodOut
@@ -15,6 +15,13 @@ from leadcrm.tickets.rules.states import TicketStatus
 
 
 class CreateTicketBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"subject": "Cannot book a class in the app", "leadId": "0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10"}
+            ]
+        }
+    )
     subject: str = Field(min_length=1, max_length=500)
     description: str = Field(default="", max_length=20000)
     # How the request reached the organization: staff log phone and chat; integrations use api.
@@ -33,31 +40,51 @@ class CreateTicketBody(CamelModel):
         return self
 
 
-class AssignBody(CamelModel):
+class AssignTicketBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "assigneeUserId": "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11",
+                    "queueId": "0190b6a2-7c3e-7a12-9a51-3f0e8c2b1a12",
+                }
+            ]
+        }
+    )
     assignee_user_id: uuid.UUID | None = None
     queue_id: uuid.UUID | None = None
 
     @model_validator(mode="after")
-    def _something(self) -> AssignBody:
+    def _something(self) -> AssignTicketBody:
         if self.assignee_user_id is None and self.queue_id is None:
             raise ValueError("send assigneeUserId, queueId or both")
         return self
 
 
 class MessageBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"message": "We are looking into it and will reply today."}]}
+    )
     message: str = Field(default="", max_length=20000)
 
 
 class CustomerReplyBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"message": "It works again, thank you."}]})
     message: str = Field(min_length=1, max_length=20000)
     channel: Channel = Channel.PHONE
 
 
 class ResolveBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"resolution": "Cleared the app cache; booking works again."}]}
+    )
     resolution: str = Field(min_length=1, max_length=20000)
 
 
-class ReopenBody(CamelModel):
+class ReopenTicketBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"reason": "The booking fails again since this morning"}]}
+    )
     reason: str = Field(min_length=1, max_length=2000)
 
 
@@ -199,9 +226,13 @@ class SlaPolicy(CamelModel):
     resolution_minutes: int = Field(ge=1, le=60 * 24 * 365)
 
 
-class UpdateSettingsBody(CamelModel):
+class UpdateTicketSettingsBody(CamelModel):
     """Only the fields sent change. `businessHours`: {"mon": [["09:00", "17:00"]], …} in the organization's
     timezone (a day not named is closed). `holidays` replaces the list. `slaPolicies` sets the priorities named."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"holidays": [{"date": "2025-12-25", "name": "Christmas Day"}]}]}
+    )
 
     business_hours: Omittable[BusinessHours] = None
     holidays: Omittable[Annotated[list[Holiday], Field(max_length=1000)]] = None
@@ -212,7 +243,7 @@ class UpdateSettingsBody(CamelModel):
     rotate_support_address: bool = False
 
     @model_validator(mode="after")
-    def _something(self) -> UpdateSettingsBody:
+    def _something(self) -> UpdateTicketSettingsBody:
         if not self.model_fields_set:
             raise ValueError("send at least one field")
         return self
@@ -239,7 +270,7 @@ class SlaPolicyOut(OutModel):
     resolution_minutes: int
 
 
-class Settings(OutModel):
+class TicketSettings(OutModel):
     support_address: str
     timezone: str
     business_hours: dict[str, list[list[str]]]
@@ -250,24 +281,30 @@ class Settings(OutModel):
     sla_policies: list[SlaPolicyOut]
 
     @classmethod
-    def from_view(cls, view: dict[str, Any]) -> Settings:
+    def from_view(cls, view: dict[str, Any]) -> TicketSettings:
         holidays = [{"date": h["holiday_date"], "name": h["name"]} for h in view["holidays"]]
         return cls.model_validate({**view, "holidays": holidays})
 
 
-class SettingsEnvelope(OutModel):
-    data: Settings
+class TicketSettingsEnvelope(OutModel):
+    data: TicketSettings
 
 
 # -- queues and rules ------------------------------------------------------------------------------------------
 
 
 class CreateQueueBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Billing"}]})
     name: str = Field(min_length=1, max_length=200)
     escalation_user_id: uuid.UUID | None = None
 
 
 class UpdateQueueBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"name": "Billing", "escalationUserId": "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11"}]
+        }
+    )
     name: Omittable[Annotated[str, Field(min_length=1, max_length=200)]] = None
     escalation_user_id: uuid.UUID | None = None
     archived: Omittable[bool] = None
@@ -323,6 +360,13 @@ class RuleFields(CamelModel):
 
 
 class CreateRuleBody(RuleFields):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"name": "Billing mail", "queueId": "0190b6a2-7c3e-7a12-9a51-3f0e8c2b1a12", "channels": ["email"]}
+            ]
+        }
+    )
     name: str = Field(min_length=1, max_length=200)
     # 0 = first; default last.
     position: int | None = Field(default=None, ge=0, le=10000)
@@ -335,6 +379,8 @@ class CreateRuleBody(RuleFields):
 
 
 class UpdateRuleBody(RuleFields):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "Billing mail", "channels": ["email"]}]})
+
     @model_validator(mode="after")
     def _something(self) -> UpdateRuleBody:
         if not self.model_fields_set:
@@ -343,6 +389,11 @@ class UpdateRuleBody(RuleFields):
 
 
 class RuleOrderBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"ruleIds": ["0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10", "0190b6a2-7c3e-7a11-9a51-3f0e8c2b1a11"]}]
+        }
+    )
     rule_ids: list[uuid.UUID] = Field(max_length=500)
 
 
@@ -409,6 +460,7 @@ class SlaReportEnvelope(OutModel):
 
 
 class SurveyAnswerBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"rating": 5, "comment": "Quick and friendly"}]})
     rating: int = Field(ge=1, le=5)
     comment: str | None = Field(default=None, max_length=2000)
 

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
+from api.operations import MANAGER, Operations
 from api.tickets.schemas_tickets import (
     CreateQueueBody,
     CreateRuleBody,
@@ -20,11 +21,11 @@ from api.tickets.schemas_tickets import (
     RuleEnvelope,
     RuleListEnvelope,
     RuleOrderBody,
-    Settings,
-    SettingsEnvelope,
+    TicketSettings,
+    TicketSettingsEnvelope,
     UpdateQueueBody,
     UpdateRuleBody,
-    UpdateSettingsBody,
+    UpdateTicketSettingsBody,
 )
 from api.tickets.tickets import OK
 from leadcrm.directory.access import require_manager, require_staff
@@ -32,32 +33,49 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.tickets import config as ticket_config
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Tickets")
 
 
-@router.get("/organizations/<orgId>/ticket-settings", tags=["Tickets"], summary="Helpdesk settings (staff)")
-def settings(orgId: str) -> SettingsEnvelope:
+@ops.get(
+    "/organizations/<orgId>/ticket-settings",
+    "getTicketSettings",
+    "Helpdesk settings",
+    "The helpdesk's support address, business hours, holidays, SLA targets, auto-close and escalation share.",
+)
+def settings(orgId: str) -> TicketSettingsEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         view = ticket_config.settings_view(uow.connection, actor.organization_id)
         uow.commit()  # the first read makes the settings row (and the support address)
-    return SettingsEnvelope(data=Settings.from_view(view))
+    return TicketSettingsEnvelope(data=TicketSettings.from_view(view))
 
 
-@router.patch(
+@ops.patch(
     "/organizations/<orgId>/ticket-settings",
-    tags=["Tickets"],
-    summary="Change business hours, holidays, SLA targets, auto-close and escalation (owner/admin)",
-    responses={**OK, 400: {"description": "INVALID_CALENDAR, INVALID_SLA_POLICY"}},
+    "updateTicketSettings",
+    "Change business hours, holidays, SLA targets, auto-close and escalation",
+    (
+        "Changes the helpdesk settings; hours and holidays that leave an SLA target no business time are 400 "
+        "INVALID_CALENDAR."
+    ),
+    who=MANAGER,
+    errors={400: ["INVALID_CALENDAR", "INVALID_SLA_POLICY"]},
+    ok={**OK, 400: {"description": "INVALID_CALENDAR, INVALID_SLA_POLICY"}},
 )
-def update_settings(orgId: str, body: Annotated[UpdateSettingsBody, Body()]) -> SettingsEnvelope:
+def update_settings(orgId: str, body: Annotated[UpdateTicketSettingsBody, Body()]) -> TicketSettingsEnvelope:
     with UnitOfWork() as uow:
         actor = require_manager(caller(uow, router, orgId))
         view = ticket_config.update_settings(uow.connection, actor.organization_id, body.changes())
         uow.commit()
-    return SettingsEnvelope(data=Settings.from_view(view))
+    return TicketSettingsEnvelope(data=TicketSettings.from_view(view))
 
 
-@router.get("/organizations/<orgId>/ticket-queues", tags=["Tickets"], summary="Queues (staff)")
+@ops.get(
+    "/organizations/<orgId>/ticket-queues",
+    "listTicketQueues",
+    "Queues",
+    "The helpdesk's queues.",
+)
 def queues(orgId: str) -> QueueListEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -65,11 +83,14 @@ def queues(orgId: str) -> QueueListEnvelope:
     return QueueListEnvelope(data=[Queue.model_validate(r) for r in rows], next_cursor=None)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/ticket-queues",
-    tags=["Tickets"],
-    summary="Create a queue (owner/admin)",
-    responses={201: {"description": "The queue"}, 400: {"description": "TICKET_QUEUE_NAME_TAKEN, ASSIGNEE_NOT_STAFF"}},
+    "createTicketQueue",
+    "Create a queue",
+    "Creates a queue; names are unique whatever their case (400 TICKET_QUEUE_NAME_TAKEN).",
+    who=MANAGER,
+    errors={400: ["ASSIGNEE_NOT_STAFF", "TICKET_QUEUE_NAME_TAKEN"], 404: ["TICKET_QUEUE_NOT_FOUND"]},
+    ok={201: {"description": "The queue"}, 400: {"description": "TICKET_QUEUE_NAME_TAKEN, ASSIGNEE_NOT_STAFF"}},
 )
 def create_queue(orgId: str, body: Annotated[CreateQueueBody, Body()]) -> Response[QueueEnvelope]:
     with UnitOfWork() as uow:
@@ -79,11 +100,14 @@ def create_queue(orgId: str, body: Annotated[CreateQueueBody, Body()]) -> Respon
     return json_response(201, QueueEnvelope(data=Queue.model_validate(row)))
 
 
-@router.patch(
+@ops.patch(
     "/organizations/<orgId>/ticket-queues/<queueId>",
-    tags=["Tickets"],
-    summary="Rename, set the escalation agent, archive (owner/admin)",
-    responses={**OK, 404: {"description": "TICKET_QUEUE_NOT_FOUND"}},
+    "updateTicketQueue",
+    "Rename, set the escalation agent, archive",
+    "Renames a queue, sets its escalation agent (active staff) or archives it.",
+    who=MANAGER,
+    errors={400: ["ASSIGNEE_NOT_STAFF", "TICKET_QUEUE_NAME_TAKEN"], 404: ["TICKET_QUEUE_NOT_FOUND"]},
+    ok={**OK, 404: {"description": "TICKET_QUEUE_NOT_FOUND"}},
 )
 def update_queue(orgId: str, queueId: str, body: Annotated[UpdateQueueBody, Body()]) -> QueueEnvelope:
     with UnitOfWork() as uow:
@@ -95,7 +119,12 @@ def update_queue(orgId: str, queueId: str, body: Annotated[UpdateQueueBody, Body
     return QueueEnvelope(data=Queue.model_validate(row))
 
 
-@router.get("/organizations/<orgId>/ticket-routing-rules", tags=["Tickets"], summary="Routing rules in order (staff)")
+@ops.get(
+    "/organizations/<orgId>/ticket-routing-rules",
+    "listTicketRoutingRules",
+    "Routing rules in order",
+    "The routing rules in the order they are tried.",
+)
 def rules(orgId: str) -> RuleListEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
@@ -103,11 +132,17 @@ def rules(orgId: str) -> RuleListEnvelope:
     return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows], next_cursor=None)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/ticket-routing-rules",
-    tags=["Tickets"],
-    summary="Add a routing rule at a position (owner/admin)",
-    responses={
+    "createTicketRoutingRule",
+    "Add a routing rule at a position",
+    "Adds a routing rule at a position; a rule names a queue or an agent to route to.",
+    who=MANAGER,
+    errors={
+        400: ["ASSIGNEE_NOT_STAFF", "TICKET_QUEUE_ARCHIVED", "TICKET_RULE_NEEDS_TARGET"],
+        404: ["TICKET_QUEUE_NOT_FOUND", "TICKET_ROUTING_RULE_NOT_FOUND"],
+    },
+    ok={
         201: {"description": "The rule"},
         400: {"description": "TICKET_RULE_NEEDS_TARGET, ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"},
     },
@@ -120,11 +155,14 @@ def create_rule(orgId: str, body: Annotated[CreateRuleBody, Body()]) -> Response
     return json_response(201, RuleEnvelope(data=Rule.model_validate(row)))
 
 
-@router.put(
+@ops.put(
     "/organizations/<orgId>/ticket-routing-rules/order",
-    tags=["Tickets"],
-    summary="Put the routing rules in this order (owner/admin)",
-    responses={**OK, 400: {"description": "TICKET_RULE_ORDER_MISMATCH"}},
+    "reorderTicketRoutingRules",
+    "Put the routing rules in this order",
+    "Puts the routing rules in this order: every rule once.",
+    who=MANAGER,
+    errors={400: ["TICKET_RULE_ORDER_MISMATCH"]},
+    ok={**OK, 400: {"description": "TICKET_RULE_ORDER_MISMATCH"}},
 )
 def order_rules(orgId: str, body: Annotated[RuleOrderBody, Body()]) -> RuleListEnvelope:
     with UnitOfWork() as uow:
@@ -134,11 +172,17 @@ def order_rules(orgId: str, body: Annotated[RuleOrderBody, Body()]) -> RuleListE
     return RuleListEnvelope(data=[Rule.model_validate(r) for r in rows], next_cursor=None)
 
 
-@router.patch(
+@ops.patch(
     "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
-    tags=["Tickets"],
-    summary="Change a routing rule (owner/admin)",
-    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
+    "updateTicketRoutingRule",
+    "Change a routing rule",
+    "Changes a routing rule's conditions or target.",
+    who=MANAGER,
+    errors={
+        400: ["ASSIGNEE_NOT_STAFF", "TICKET_QUEUE_ARCHIVED", "TICKET_RULE_NEEDS_TARGET"],
+        404: ["TICKET_QUEUE_NOT_FOUND", "TICKET_ROUTING_RULE_NOT_FOUND"],
+    },
+    ok={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
 )
 def update_rule(orgId: str, ruleId: str, body: Annotated[UpdateRuleBody, Body()]) -> RuleEnvelope:
     with UnitOfWork() as uow:
@@ -150,11 +194,14 @@ def update_rule(orgId: str, ruleId: str, body: Annotated[UpdateRuleBody, Body()]
     return RuleEnvelope(data=Rule.model_validate(row))
 
 
-@router.delete(
+@ops.delete(
     "/organizations/<orgId>/ticket-routing-rules/<ruleId>",
-    tags=["Tickets"],
-    summary="Delete a routing rule (owner/admin)",
-    responses={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
+    "deleteTicketRoutingRule",
+    "Delete a routing rule",
+    "Deletes a routing rule.",
+    who=MANAGER,
+    errors={404: ["TICKET_ROUTING_RULE_NOT_FOUND"]},
+    ok={**OK, 404: {"description": "TICKET_ROUTING_RULE_NOT_FOUND"}},
 )
 def delete_rule(orgId: str, ruleId: str) -> Response[dict[str, Any]]:
     with UnitOfWork() as uow:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
@@ -24,14 +23,15 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from api.http import caller, entity_id, json_response
 from api.idempotent import respond_once
 from api.leads.schemas_capture import IDEMPOTENCY_KEY_PATTERN
+from api.operations import MEMBER, Operations
 from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, FromDay, PageSize, ToDay, assignee_of
 from api.schemas import PeriodOut
 from api.tickets.schemas_tickets import (
-    AssignBody,
+    AssignTicketBody,
     CreateTicketBody,
     CustomerReplyBody,
     MessageBody,
-    ReopenBody,
+    ReopenTicketBody,
     ResolveBody,
     SlaReportEnvelope,
     Survey,
@@ -45,6 +45,7 @@ from api.tickets.schemas_tickets import (
 )
 from leadcrm.directory.access import require_feature, require_staff
 from leadcrm.directory.rules import LEAD_MANAGEMENT, Actor
+from leadcrm.platform import clock
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Forbidden
 from leadcrm.platform.ids import parse_uuid
@@ -58,6 +59,7 @@ from leadcrm.tickets.rules.routing import Channel
 from leadcrm.tickets.rules.states import TicketStatus
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Tickets")
 
 # A route that names responses documents its success status itself (the resolver adds 200 only otherwise).
 OK = {200: {"description": "OK"}}
@@ -87,7 +89,13 @@ def _visible(actor: Actor, ticket: dict[str, Any]) -> dict[str, Any]:
 # -- tickets ---------------------------------------------------------------------------------------------------
 
 
-@router.get("/organizations/<orgId>/tickets", tags=["Tickets"], summary="List tickets (staff; a member: their own)")
+@ops.get(
+    "/organizations/<orgId>/tickets",
+    "listTickets",
+    "List tickets",
+    "Tickets in keyset pages; staff see the organization's, a member sees their own.",
+    who=MEMBER,
+)
 def index(
     orgId: str,
     status: Annotated[TicketStatus | None, Query()] = None,
@@ -119,11 +127,22 @@ def index(
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets",
-    tags=["Tickets"],
-    summary="Open a ticket (staff for a lead or member; a member for themselves)",
-    responses={
+    "createTicket",
+    "Open a ticket",
+    (
+        "Opens a ticket: staff for a lead or a member of this organization, a member for themselves; routing then "
+        "picks its queue and agent."
+    ),
+    who=MEMBER,
+    errors={
+        400: ["TICKET_REQUESTER_REQUIRED"],
+        403: ["STAFF_ONLY"],
+        404: ["LEAD_NOT_FOUND", "MEMBERSHIP_NOT_FOUND", "TICKET_NOT_FOUND"],
+        409: ["TICKET_INVALID_TRANSITION"],
+    },
+    ok={
         201: {"description": "The ticket (or the first answer replayed with the same Idempotency-Key)"},
         400: {"description": "TICKET_REQUESTER_REQUIRED"},
         404: {"description": "LEAD_NOT_FOUND, MEMBERSHIP_NOT_FOUND"},
@@ -173,7 +192,15 @@ def create(
         )
 
 
-@router.get("/organizations/<orgId>/tickets/<ticketId>", tags=["Tickets"], summary="A ticket", responses=TICKET)
+@ops.get(
+    "/organizations/<orgId>/tickets/<ticketId>",
+    "getTicket",
+    "A ticket",
+    "A ticket with its history, mails and messages; a member sees only their own.",
+    who=MEMBER,
+    errors={404: ["TICKET_NOT_FOUND"]},
+    ok=TICKET,
+)
 def show(orgId: str, ticketId: str) -> TicketDetailEnvelope:
     with UnitOfWork() as uow:
         actor = _member_or_staff(caller(uow, router, orgId))
@@ -199,13 +226,22 @@ def _staff_action(orgId: str, action: Callable[[UnitOfWork, Actor], dict[str, An
     return json_response(200, TicketEnvelope(data=Ticket.from_row(row)))
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets/<ticketId>/assign",
-    tags=["Tickets"],
-    summary="Assign an agent and/or a queue (Unassigned → Assigned; a handover elsewhere)",
-    responses={**TRANSITION, 400: {"description": "ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"}},
+    "assignTicket",
+    "Assign an agent and/or a queue (Unassigned → Assigned; a handover elsewhere)",
+    (
+        "Assigns an agent (active staff) and/or a queue: Unassigned → Assigned, or a handover in the other open "
+        "states. A transition the state does not allow is 409 TICKET_INVALID_TRANSITION (status, trigger, allowed)."
+    ),
+    errors={
+        400: ["ASSIGNEE_NOT_STAFF", "TICKET_QUEUE_ARCHIVED"],
+        404: ["TICKET_NOT_FOUND", "TICKET_QUEUE_NOT_FOUND"],
+        409: ["TICKET_INVALID_TRANSITION"],
+    },
+    ok={**TRANSITION, 400: {"description": "ASSIGNEE_NOT_STAFF, TICKET_QUEUE_ARCHIVED"}},
 )
-def assign(orgId: str, ticketId: str, body: Annotated[AssignBody, Body()]) -> Response[TicketEnvelope]:
+def assign(orgId: str, ticketId: str, body: Annotated[AssignTicketBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
         orgId,
         lambda uow, actor: staff_actions.assign(
@@ -214,11 +250,13 @@ def assign(orgId: str, ticketId: str, body: Annotated[AssignBody, Body()]) -> Re
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets/<ticketId>/respond",
-    tags=["Tickets"],
-    summary="Log the agent's response (Assigned or Reopened → In Progress)",
-    responses=TRANSITION,
+    "respondToTicket",
+    "Log the agent's response (Assigned or Reopened → In Progress)",
+    "Logs the agent's response: Assigned or Reopened → In Progress; it stops the first-response clock.",
+    errors={404: ["TICKET_NOT_FOUND"], 409: ["TICKET_INVALID_TRANSITION"]},
+    ok=TRANSITION,
 )
 def respond(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
@@ -226,11 +264,13 @@ def respond(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]) -> 
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets/<ticketId>/request-info",
-    tags=["Tickets"],
-    summary="Ask the customer for information (In Progress → Awaiting Customer; the clock pauses)",
-    responses=TRANSITION,
+    "requestTicketInfo",
+    "Ask the customer for information (In Progress → Awaiting Customer; the clock pauses)",
+    "Asks the customer for information: In Progress → Awaiting Customer, the SLA clock pauses.",
+    errors={404: ["TICKET_NOT_FOUND"], 409: ["TICKET_INVALID_TRANSITION"]},
+    ok=TRANSITION,
 )
 def request_info(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
@@ -238,11 +278,13 @@ def request_info(orgId: str, ticketId: str, body: Annotated[MessageBody, Body()]
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets/<ticketId>/customer-reply",
-    tags=["Tickets"],
-    summary="Log the customer's reply by phone or chat (Awaiting Customer → In Progress; the clock resumes)",
-    responses=TRANSITION,
+    "logTicketCustomerReply",
+    "Log the customer's reply by phone or chat (Awaiting Customer → In Progress; the clock resumes)",
+    "Logs the customer's reply by phone or chat: Awaiting Customer → In Progress, the SLA clock resumes.",
+    errors={404: ["TICKET_NOT_FOUND"], 409: ["TICKET_INVALID_TRANSITION"]},
+    ok=TRANSITION,
 )
 def customer_reply(orgId: str, ticketId: str, body: Annotated[CustomerReplyBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
@@ -258,11 +300,13 @@ def customer_reply(orgId: str, ticketId: str, body: Annotated[CustomerReplyBody,
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets/<ticketId>/resolve",
-    tags=["Tickets"],
-    summary="Propose the solution (In Progress → Resolved; the customer is asked to confirm)",
-    responses=TRANSITION,
+    "resolveTicket",
+    "Propose the solution (In Progress → Resolved; the customer is asked to confirm)",
+    "Proposes the solution: In Progress → Resolved; the customer is asked to confirm.",
+    errors={404: ["TICKET_NOT_FOUND"], 409: ["TICKET_INVALID_TRANSITION"]},
+    ok=TRANSITION,
 )
 def resolve(orgId: str, ticketId: str, body: Annotated[ResolveBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
@@ -270,11 +314,13 @@ def resolve(orgId: str, ticketId: str, body: Annotated[ResolveBody, Body()]) -> 
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets/<ticketId>/confirm",
-    tags=["Tickets"],
-    summary="Record the customer's confirmation (Resolved → Closed; the survey goes out)",
-    responses=TRANSITION,
+    "confirmTicket",
+    "Record the customer's confirmation (Resolved → Closed; the survey goes out)",
+    "Records the customer's confirmation: Resolved → Closed, and the satisfaction survey is mailed.",
+    errors={404: ["TICKET_NOT_FOUND"], 409: ["TICKET_INVALID_TRANSITION"]},
+    ok=TRANSITION,
 )
 def confirm(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
     return _staff_action(
@@ -285,13 +331,15 @@ def confirm(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets/<ticketId>/reopen",
-    tags=["Tickets"],
-    summary="The issue persists (Resolved → Reopened; the resolution clock restarts)",
-    responses=TRANSITION,
+    "reopenTicket",
+    "The issue persists (Resolved → Reopened; the resolution clock restarts)",
+    "The issue persists: Resolved → Reopened with a reason, the resolution clock restarts.",
+    errors={400: ["TICKET_REOPEN_REASON_REQUIRED"], 404: ["TICKET_NOT_FOUND"], 409: ["TICKET_INVALID_TRANSITION"]},
+    ok=TRANSITION,
 )
-def reopen(orgId: str, ticketId: str, body: Annotated[ReopenBody, Body()]) -> Response[TicketEnvelope]:
+def reopen(orgId: str, ticketId: str, body: Annotated[ReopenTicketBody, Body()]) -> Response[TicketEnvelope]:
     return _staff_action(
         orgId,
         lambda uow, actor: requester_actions.reopen(
@@ -300,11 +348,17 @@ def reopen(orgId: str, ticketId: str, body: Annotated[ReopenBody, Body()]) -> Re
     )
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tickets/<ticketId>/take-ownership",
-    tags=["Tickets"],
-    summary="A higher-tier agent takes an escalated ticket (Escalated → In Progress)",
-    responses={**TRANSITION, 403: {"description": "TICKET_HIGHER_TIER_ONLY"}},
+    "takeTicketOwnership",
+    "A higher-tier agent takes an escalated ticket (Escalated → In Progress)",
+    "A higher-tier agent takes an escalated ticket: Escalated → In Progress (403 TICKET_HIGHER_TIER_ONLY otherwise).",
+    errors={
+        403: ["TICKET_HIGHER_TIER_ONLY"],
+        404: ["TICKET_NOT_FOUND", "TICKET_QUEUE_NOT_FOUND"],
+        409: ["TICKET_INVALID_TRANSITION"],
+    },
+    ok={**TRANSITION, 403: {"description": "TICKET_HIGHER_TIER_ONLY"}},
 )
 def take_ownership(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
     return _staff_action(orgId, lambda uow, actor: staff_actions.take_ownership(uow, actor, _ticket_id(ticketId)))
@@ -313,11 +367,13 @@ def take_ownership(orgId: str, ticketId: str) -> Response[TicketEnvelope]:
 # -- reports ---------------------------------------------------------------------------------------------------
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/ticket-reports/sla",
-    tags=["Tickets"],
-    summary="First response and resolution times, breach rate: totals, per queue, per agent (staff)",
-    responses={**OK, 400: {"description": "INVALID_PERIOD"}},
+    "getTicketSlaReport",
+    "First response and resolution times, breach rate: totals, per queue, per agent",
+    "First response and resolution times and breach rate over a period: totals, per queue and per agent.",
+    errors={400: ["INVALID_PERIOD"]},
+    ok={**OK, 400: {"description": "INVALID_PERIOD"}},
 )
 def sla_report(
     orgId: str,
@@ -326,7 +382,7 @@ def sla_report(
 ) -> SlaReportEnvelope:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
-        days = ticket_reports.report_period(uow.connection, actor.organization_id, from_, to, now=datetime.now(UTC))
+        days = ticket_reports.report_period(uow.connection, actor.organization_id, from_, to, now=clock.now())
         starts_at, ends_at = days.instants.starts_at, days.instants.ends_at
         assert starts_at is not None and ends_at is not None  # both days are known
         report = ticket_reports.sla_report(uow.connection, actor.organization_id, starts_at, ends_at)
@@ -339,11 +395,13 @@ def sla_report(
 # -- the public survey -------------------------------------------------------------------------------------------
 
 
-@router.get(
+@ops.get(
     "/public/ticket-surveys/<token>",
-    tags=["Tickets"],
-    summary="The satisfaction survey a closed ticket mailed (public)",
-    responses={**OK, 404: {"description": "SURVEY_NOT_FOUND"}},
+    "getTicketSurvey",
+    "The satisfaction survey a closed ticket mailed",
+    "The satisfaction survey a closed ticket mailed, by the link's token; an unknown token is 404.",
+    errors={404: ["SURVEY_NOT_FOUND"]},
+    ok={**OK, 404: {"description": "SURVEY_NOT_FOUND"}},
 )
 def survey(token: str) -> SurveyEnvelope:
     with UnitOfWork() as uow:
@@ -351,11 +409,13 @@ def survey(token: str) -> SurveyEnvelope:
     return SurveyEnvelope(data=Survey.from_row(row))
 
 
-@router.post(
+@ops.post(
     "/public/ticket-surveys/<token>",
-    tags=["Tickets"],
-    summary="Answer the satisfaction survey, once (public)",
-    responses={
+    "answerTicketSurvey",
+    "Answer the satisfaction survey, once",
+    "Answers the survey, once: a second answer is 409 SURVEY_ALREADY_ANSWERED.",
+    errors={404: ["SURVEY_NOT_FOUND"], 409: ["SURVEY_ALREADY_ANSWERED"]},
+    ok={
         201: {"description": "The answer, recorded"},
         404: {"description": "SURVEY_NOT_FOUND"},
         409: {"description": "SURVEY_ALREADY_ANSWERED"},

@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
+from api.operations import Operations
 from api.work.schemas_follow_ups import (
     FollowUpBody,
     FollowUpEnvelope,
@@ -29,17 +30,19 @@ from leadcrm.work.rules.follow_ups import FollowUp, TouchFollowUpAction
 from leadcrm.work.touches import Touch, clear_lead_follow_up, log_touch, set_lead_follow_up
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Work")
 
 LEAD_RESPONSES = {200: {"description": "The lead, with its follow-up"}, 404: {"description": "LEAD_NOT_FOUND"}}
 
 
-@router.put(
+@ops.put(
     "/organizations/<orgId>/leads/<leadId>/follow-up",
-    tags=["Follow-ups"],
-    summary="Set a lead's follow-up (staff)",
-    description="Moves the lead's open contact task onto it (due on its org-local date, at its local time "
+    "setFollowUp",
+    "Set a lead's follow-up",
+    "Moves the lead's open contact task onto it (due on its org-local date, at its local time "
     "unless midnight), or creates the task for the lead's owner (else the caller).",
-    responses=LEAD_RESPONSES,
+    errors={404: ["LEAD_NOT_FOUND"]},
+    ok=LEAD_RESPONSES,
 )
 def put_follow_up(orgId: str, leadId: str, body: Annotated[FollowUpBody, Body()]) -> Response[FollowUpEnvelope]:
     with UnitOfWork() as uow:
@@ -50,12 +53,13 @@ def put_follow_up(orgId: str, leadId: str, body: Annotated[FollowUpBody, Body()]
     return json_response(200, FollowUpEnvelope(data=FollowUpLead.model_validate(lead)))
 
 
-@router.delete(
+@ops.delete(
     "/organizations/<orgId>/leads/<leadId>/follow-up",
-    tags=["Follow-ups"],
-    summary="Clear a lead's follow-up (staff)",
-    description="Cancels the contact task that stood for it. A lead without a follow-up is left as it is.",
-    responses=LEAD_RESPONSES,
+    "clearFollowUp",
+    "Clear a lead's follow-up",
+    "Cancels the contact task that stood for it. A lead without a follow-up is left as it is.",
+    errors={404: ["LEAD_NOT_FOUND"]},
+    ok=LEAD_RESPONSES,
 )
 def delete_follow_up(orgId: str, leadId: str) -> Response[FollowUpEnvelope]:
     with UnitOfWork() as uow:
@@ -65,13 +69,28 @@ def delete_follow_up(orgId: str, leadId: str) -> Response[FollowUpEnvelope]:
     return json_response(200, FollowUpEnvelope(data=FollowUpLead.model_validate(lead)))
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/leads/<leadId>/touches",
-    tags=["Follow-ups"],
-    summary="Log a touch (staff)",
-    description="Stamps the contact, applies the call outcome (a closed or won lead ignores it: "
+    "logTouch",
+    "Log a touch",
+    "Stamps the contact, applies the call outcome (a closed or won lead ignores it: "
     "`applied: false`) and replaces, clears or keeps the follow-up (default keep).",
-    responses={
+    errors={
+        400: [
+            "ASSIGNEE_NOT_STAFF",
+            "LEAD_NEEDS_CONTACT",
+            "NO_STAGE_FOR_STATUS",
+            "CONVERT_REQUIRED",
+            "STAGE_NOT_IN_PIPELINE",
+            "STAGE_ARCHIVED",
+            "LOST_REASON_REQUIRED",
+            "LOST_REASON_NOT_LOST",
+            "OUTCOME_NOT_FROM_NEW",
+            "OUTCOME_REQUIRES_TRIAL_BOOKED",
+        ],
+        404: ["LEAD_NOT_FOUND", "STAGE_NOT_FOUND"],
+    },
+    ok={
         400: {"description": "OUTCOME_REQUIRES_TRIAL_BOOKED, OUTCOME_NOT_FROM_NEW, NO_STAGE_FOR_STATUS"},
         **LEAD_RESPONSES,
     },

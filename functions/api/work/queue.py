@@ -8,6 +8,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller
+from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.schemas import ListEnvelope
 from api.work.schemas_queue import QueueItem
@@ -21,22 +22,21 @@ from leadcrm.work.queue import (
 from leadcrm.work.rules.attention import Reason
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Work")
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/leads/queue",
-    tags=["Leads"],
-    summary="The open leads that need action, each with why, most urgent first",
-    description=(
-        "Open (new, contacted, callback, trial_booked, no_show), live, unpaused leads with at least one reason: "
+    "getLeadQueue",
+    "The open leads that need action, each with why, most urgent first",
+    "Open (new, contacted, callback, trial_booked, no_show), live, unpaused leads with at least one reason: "
         "`inbound_unanswered`, `follow_up_overdue`, `follow_up_due_today` (the organization's timezone), "
         "`new_untouched` (no attempt past the new-lead SLA, 15 minutes unless NEW_LEAD_SLA_MINUTES), `returned` "
         "(came back within 7 days, nobody tried since), `unassigned`. Ranked by `tier` (0 hot: arrivals in "
         "their first 24 hours; 1 due follow-ups; 2 cooling: arrivals up to 7 days; 3 backlog), then newest "
         "arrival / most overdue follow-up first. The intake call and the return call are never overdue. "
         "`reason=` lists the leads having that reason, ranked by it. `nextCursor` is valid only with the "
-        "`reason` it was issued for."
-    ),
+        "`reason` it was issued for.",
 )
 def index(
     orgId: str,

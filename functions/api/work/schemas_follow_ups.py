@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from api.fields import Instant
 from api.schemas import CamelModel, Lead, OutModel
@@ -14,6 +14,8 @@ from leadcrm.work.rules.follow_ups import MAX_FOLLOW_UP_NOTE, FollowUpType, Touc
 
 class FollowUpBody(CamelModel):
     """PUT …/follow-up: the lead's next scheduled contact (an instant with its offset)."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [{"at": "2025-03-14T09:30:00+01:00", "type": "call"}]})
 
     at: Instant
     type: FollowUpType
@@ -36,6 +38,7 @@ class TouchFollowUp(CamelModel):
 
 
 class TouchBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"channel": "call"}]})
     channel: TouchChannel
     outcome: CallOutcome | None = None
     note: str | None = Field(default=None, max_length=5000)

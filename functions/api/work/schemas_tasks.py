@@ -6,7 +6,7 @@ import uuid
 from datetime import date, datetime
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from api.fields import Day, Omittable, WallClockTime
 from api.schemas import CamelModel, OutModel
@@ -16,6 +16,11 @@ TaskPriority = Literal["low", "medium", "high"]
 
 
 class CreateTaskBody(CamelModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"title": "Call Ana about the trial", "linkedLeadId": "0190b6a2-7c3e-7a10-9a51-3f0e8c2b1a10"}]
+        }
+    )
     title: str = Field(min_length=1, max_length=255)
     description: str | None = Field(default=None, max_length=5000)
     type: TaskType = TaskType.GENERAL
@@ -38,6 +43,10 @@ class CreateTaskBody(CamelModel):
 
 class UpdateTaskBody(CamelModel):
     """Only the fields sent change; dueDate / dueTime / description / assigneeUserId may be null to clear."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"title": "Call Ana about the trial", "description": "She prefers evenings"}]}
+    )
 
     title: Omittable[str] = Field(default=None, min_length=1, max_length=255)
     description: str | None = Field(default=None, max_length=5000)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from pydantic import ConfigDict
+
 from api.schemas import CamelModel, OutModel
 from leadcrm.work.rules.attention import ReviewTarget, SnoozeUntil
 
 
 class SnoozeBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"until": "one_hour"}]})
     until: SnoozeUntil
 
 

@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
+from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.work.schemas_tasks import (
     CreateTaskBody,
@@ -43,6 +44,7 @@ from leadcrm.work.tasks import (
 )
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Work")
 
 TASK_RESPONSES = {
     200: {"description": "The task"},
@@ -51,7 +53,12 @@ TASK_RESPONSES = {
 }
 
 
-@router.get("/organizations/<orgId>/tasks", tags=["Tasks"], summary="List tasks (staff)")
+@ops.get(
+    "/organizations/<orgId>/tasks",
+    "listTasks",
+    "List tasks",
+    "Tasks in keyset pages, filtered by type, status, lead and assignee.",
+)
 def index(
     orgId: str,
     type: Annotated[TaskType | None, Query()] = None,  # noqa: A002 - the documented query name
@@ -68,11 +75,16 @@ def index(
     return TaskListEnvelope(data=[Task.from_row(r) for r in rows], next_cursor=next_cursor)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tasks",
-    tags=["Tasks"],
-    summary="Create a task (staff)",
-    responses={
+    "createTask",
+    "Create a task",
+    (
+        "Creates a task, optionally for a lead of this organization and for an active staff assignee (the caller by "
+        "default)."
+    ),
+    errors={400: ["ASSIGNEE_NOT_STAFF"], 404: ["LEAD_NOT_FOUND", "TASK_NOT_FOUND"]},
+    ok={
         201: {"description": "The task"},
         400: {"description": "ASSIGNEE_NOT_STAFF"},
         404: {"description": "LEAD_NOT_FOUND"},
@@ -96,11 +108,20 @@ def create(orgId: str, body: Annotated[CreateTaskBody, Body()]) -> Response[Crea
     return json_response(201, CreateTaskEnvelope(data=Task.from_row(row), meta=CreateTaskMeta(merged=merged)))
 
 
-@router.patch(
+@ops.patch(
     "/organizations/<orgId>/tasks/<taskId>",
-    tags=["Tasks"],
-    summary="Update a task (staff)",
-    responses={400: {"description": "ASSIGNEE_NOT_STAFF, FOLLOW_UP_TASK_NEEDS_DUE_DATE"}, **TASK_RESPONSES},
+    "updateTask",
+    "Update a task",
+    (
+        "Changes an open task; a follow-up task keeps a due date (400 FOLLOW_UP_TASK_NEEDS_DUE_DATE), a closed one "
+        "changes no more (409 TASK_CLOSED)."
+    ),
+    errors={
+        400: ["ASSIGNEE_NOT_STAFF", "FOLLOW_UP_TASK_NEEDS_DUE_DATE"],
+        404: ["TASK_NOT_FOUND"],
+        409: ["TASK_CLOSED"],
+    },
+    ok={400: {"description": "ASSIGNEE_NOT_STAFF, FOLLOW_UP_TASK_NEEDS_DUE_DATE"}, **TASK_RESPONSES},
 )
 def patch(orgId: str, taskId: str, body: Annotated[UpdateTaskBody, Body()]) -> Response[TaskEnvelope]:
     with UnitOfWork() as uow:
@@ -118,21 +139,25 @@ def _close(orgId: str, taskId: str, status: str) -> Response[TaskEnvelope]:
     return json_response(200, TaskEnvelope(data=Task.from_row(row)))
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tasks/<taskId>/complete",
-    tags=["Tasks"],
-    summary="Complete a task (staff)",
-    responses=TASK_RESPONSES,
+    "completeTask",
+    "Complete a task",
+    "Completes an open task.",
+    errors={404: ["TASK_NOT_FOUND"], 409: ["TASK_CLOSED"]},
+    ok=TASK_RESPONSES,
 )
 def complete(orgId: str, taskId: str) -> Response[TaskEnvelope]:
     return _close(orgId, taskId, "completed")
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/tasks/<taskId>/cancel",
-    tags=["Tasks"],
-    summary="Cancel a task (staff)",
-    responses=TASK_RESPONSES,
+    "cancelTask",
+    "Cancel a task",
+    "Cancels an open task.",
+    errors={404: ["TASK_NOT_FOUND"], 409: ["TASK_CLOSED"]},
+    ok=TASK_RESPONSES,
 )
 def cancel(orgId: str, taskId: str) -> Response[TaskEnvelope]:
     return _close(orgId, taskId, "cancelled")

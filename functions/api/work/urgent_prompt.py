@@ -9,6 +9,7 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller
+from api.operations import MEMBER, Operations
 from api.schemas import Envelope
 from api.work.schemas_urgent_prompt import SnoozeBody, UrgentCountsOut, UrgentPromptState
 from leadcrm.directory.access import require_feature
@@ -17,6 +18,7 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.work.urgent_prompt import PromptView, mark_seen, prompt_view, snooze
 
 router = APIGatewayHttpRouter()
+ops = Operations(router, "Work")
 
 
 def _member_of(uow: UnitOfWork, orgId: str) -> Actor:
@@ -42,10 +44,15 @@ def _out(view: PromptView) -> Envelope[UrgentPromptState]:
     )
 
 
-@router.get(
+@ops.get(
     "/organizations/<orgId>/urgent-prompt",
-    tags=["Urgent prompt"],
-    summary="The caller's urgent items and whether to show the prompt now",
+    "getUrgentPrompt",
+    "The caller's urgent items and whether to show the prompt now",
+    (
+        "The caller's urgent items (overdue follow-ups, unanswered inbound, untouched new leads) and whether to show "
+        "the prompt now; a member who is not staff gets `show: false`."
+    ),
+    who=MEMBER,
 )
 def read(orgId: str) -> Envelope[UrgentPromptState]:
     with UnitOfWork() as uow:
@@ -53,10 +60,12 @@ def read(orgId: str) -> Envelope[UrgentPromptState]:
     return _out(view)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/urgent-prompt/seen",
-    tags=["Urgent prompt"],
-    summary="The prompt was shown: not again this organization-local day",
+    "markUrgentPromptSeen",
+    "The prompt was shown: not again this organization-local day",
+    "The prompt was shown: not again this organization-local day.",
+    who=MEMBER,
 )
 def seen(orgId: str) -> Envelope[UrgentPromptState]:
     with UnitOfWork() as uow:
@@ -65,10 +74,12 @@ def seen(orgId: str) -> Envelope[UrgentPromptState]:
     return _out(view)
 
 
-@router.post(
+@ops.post(
     "/organizations/<orgId>/urgent-prompt/snooze",
-    tags=["Urgent prompt"],
-    summary="Remind me later: in an hour, or tomorrow at 08:00 organization-local",
+    "snoozeUrgentPrompt",
+    "Remind me later: in an hour, or tomorrow at 08:00 organization-local",
+    "Remind me later: in an hour, or tomorrow at 08:00 organization-local.",
+    who=MEMBER,
 )
 def snooze_prompt(orgId: str, body: SnoozeBody) -> Envelope[UrgentPromptState]:
     with UnitOfWork() as uow:

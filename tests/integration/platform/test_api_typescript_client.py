@@ -74,7 +74,7 @@ def test_a_reference_to_a_schema_the_document_lacks_fails_the_client(tmp_path: P
 def test_an_error_body_that_is_not_the_error_schema_fails_the_compile(tmp_path: Path) -> None:
     document = copy.deepcopy(openapi_schema())
     # a code the sample compares with "DUPLICATE_LEAD" stops being text
-    document["components"]["schemas"]["Error"]["properties"]["error"]["properties"]["code"] = {"type": "integer"}
+    document["components"]["schemas"]["ErrorDetail"]["properties"]["code"] = {"type": "integer"}
 
     result = _build_client(document, tmp_path)
 

@@ -18,7 +18,6 @@ from sqlalchemy import (
     DateTime,
     Text,
     Uuid,
-    func,
     literal,
     select,
     true,
@@ -34,6 +33,7 @@ from leadcrm.leads.rules.touches import (
     TouchKind,
 )
 from leadcrm.leads.tables import lead_touches, leads
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import NotFound
 from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED as CONVERSATION_INBOUND_RECEIVED
 from leadcrm.platform.ids import parse_uuid, uuid7
@@ -95,7 +95,7 @@ def handle_inbound_received(conn: Connection, detail: dict[str, Any]) -> bool:
         "lead_id": leads.c.id,
         "kind": literal(kind.value, Text),
         "channel": literal(channel, Text),
-        "occurred_at": literal(occurred_at, DateTime(timezone=True)) if occurred_at else func.now(),
+        "occurred_at": literal(occurred_at, DateTime(timezone=True)) if occurred_at else sql_now(),
         "detail": literal(
             {
                 "conversationId": payload.get("conversationId"),
@@ -198,7 +198,7 @@ def correct_attribution(
     conn.execute(
         update(leads)
         .where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
-        .values(campaign_id=campaign_id, updated_at=func.now())
+        .values(campaign_id=campaign_id, updated_at=sql_now())
     )
     record_activity(
         conn,

@@ -12,7 +12,6 @@ from typing import Any
 from sqlalchemy import (
     Connection,
     delete,
-    func,
     select,
     true,
     update,
@@ -22,6 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from leadcrm.analytics.tables import campaign_spend
 from leadcrm.directory.rules import Actor
 from leadcrm.leads.tables import lead_campaigns
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound, Unprocessable
 from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED as CONVERSATION_INBOUND_RECEIVED
 from leadcrm.platform.ids import uuid7
@@ -171,7 +171,7 @@ def change_spend(
                 amount=entry.amount,
                 currency=entry.currency,
                 note=entry.note,
-                updated_at=func.now(),
+                updated_at=sql_now(),
             )
             .returning(*SPEND_COLUMNS)
         )

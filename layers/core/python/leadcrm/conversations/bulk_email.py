@@ -53,6 +53,7 @@ from leadcrm.leads.tables import leads
 from leadcrm.platform import mail_keys
 from leadcrm.platform.adapters import ses
 from leadcrm.platform.adapters.aws import error_code
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.failures import refused_for_now
@@ -281,7 +282,7 @@ def _expire_stale_claims() -> int:
             update(bulk_email_recipients)
             .where(
                 bulk_email_recipients.c.status == "sending",
-                bulk_email_recipients.c.claimed_at < func.now() - CLAIM_LEASE,
+                bulk_email_recipients.c.claimed_at < sql_now() - CLAIM_LEASE,
             )
             .values(status="unknown", error="interrupted")
             .returning(bulk_email_recipients.c.lead_id)
@@ -368,12 +369,12 @@ def _claim(limit: int) -> tuple[list[Claimed], int]:
                         [(c.job_id, c.lead_id) for c in claimed]
                     )
                 )  # fmt: skip
-                .values(status="sending", claimed_at=func.now())
+                .values(status="sending", claimed_at=sql_now())
             )
             conn.execute(
                 update(bulk_email_jobs)
                 .where(bulk_email_jobs.c.id.in_({c.job_id for c in claimed}), bulk_email_jobs.c.status == "queued")
-                .values(status="sending", updated_at=func.now())
+                .values(status="sending", updated_at=sql_now())
             )
         uow.commit()
     return claimed, len(skipped)
@@ -431,7 +432,7 @@ def _record(claimed: list[Claimed], outcomes: list[dict[str, Any]]) -> None:
                     status=outcome["status"],
                     provider_message_id=outcome.get("provider_message_id"),
                     error=outcome.get("error"),
-                    sent_at=func.coalesce(bulk_email_recipients.c.sent_at, func.now())
+                    sent_at=func.coalesce(bulk_email_recipients.c.sent_at, sql_now())
                     if outcome["status"] == "sent"
                     else None,
                 )
@@ -465,7 +466,7 @@ def _finish_jobs() -> None:
         uow.connection.execute(
             update(bulk_email_jobs)
             .where(bulk_email_jobs.c.status.in_(RUNNING), ~still_open)
-            .values(status="done", completed_at=func.now(), updated_at=func.now())
+            .values(status="done", completed_at=sql_now(), updated_at=sql_now())
         )
         uow.commit()
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select
+from sqlalchemy import Connection, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.conversations.tables import lead_consent_events, lead_consents
@@ -31,6 +31,7 @@ from leadcrm.directory.rules import Actor
 from leadcrm.leads.activity import record_activity
 from leadcrm.leads.moves import lock_lead
 from leadcrm.leads.tables import leads
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import NotFound
 from leadcrm.platform.ids import uuid7
 
@@ -140,7 +141,7 @@ def record_changes(
                 "status": statement.excluded.status,
                 "source": statement.excluded.source,
                 "legal_basis": statement.excluded.legal_basis,
-                "updated_at": func.now(),
+                "updated_at": sql_now(),
             },
         )
     )

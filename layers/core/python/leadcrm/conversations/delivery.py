@@ -57,6 +57,7 @@ from leadcrm.conversations.tables import (
 )
 from leadcrm.leads.activity import record_activities
 from leadcrm.leads.tables import leads
+from leadcrm.platform.db.now import sql_now
 
 logger = logging.getLogger(__name__)
 
@@ -353,8 +354,8 @@ def pause_if_bouncing(conn: Connection, job_id: uuid.UUID) -> bool:
     conn.execute(
         update(bulk_email_jobs)
         .where(bulk_email_jobs.c.id == job_id)
-        .values(status="paused", paused_at=func.now(), pause_reason=BOUNCE_RATE, pause_detail=detail,
-                updated_at=func.now())  # fmt: skip
+        .values(status="paused", paused_at=sql_now(), pause_reason=BOUNCE_RATE, pause_detail=detail,
+                updated_at=sql_now())  # fmt: skip
     )
     logger.warning("bulk email paused: bounce rate", extra={"jobId": str(job_id), **detail})
     return True

@@ -21,12 +21,11 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import unquote_plus
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.conversations.rules.inbound_email import InboundEmail, parse_inbound
@@ -37,9 +36,10 @@ from leadcrm.conversations.tables import conversation_messages, conversations
 from leadcrm.conversations.threads import find_or_create_thread
 from leadcrm.directory.rules import system_actor
 from leadcrm.leads.tables import leads
-from leadcrm.platform import mail_keys
+from leadcrm.platform import clock, mail_keys
 from leadcrm.platform.adapters import s3
 from leadcrm.platform.adapters.aws import error_code
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED, DomainEvent
 from leadcrm.platform.ids import uuid7
@@ -129,7 +129,7 @@ def _to_support_address(email: InboundEmail, external_id: str) -> InboundOutcome
                 email.subject or "",
                 email.reply,
                 external_id,
-                datetime.now(UTC),
+                clock.now(),
                 email.in_reply_to,
             )
             uow.commit()
@@ -191,12 +191,12 @@ def record_inbound(uow: UnitOfWork, thread: dict[str, Any], email: InboundEmail,
         .values(
             unread_count=conversations.c.unread_count + 1,
             status=ConversationStatus.OPEN.value,
-            last_message_at=func.now(),
-            updated_at=func.now(),
+            last_message_at=sql_now(),
+            updated_at=sql_now(),
         )
     )
     if thread["lead_id"] is not None:
-        conn.execute(update(leads).where(leads.c.id == thread["lead_id"]).values(last_inbound_at=func.now()))
+        conn.execute(update(leads).where(leads.c.id == thread["lead_id"]).values(last_inbound_at=sql_now()))
     uow.add_event(
         DomainEvent(
             type=CONVERSATION_INBOUND_RECEIVED,

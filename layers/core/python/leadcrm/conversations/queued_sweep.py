@@ -28,7 +28,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select, update
+from sqlalchemy import and_, or_, select, update
 
 from leadcrm.conversations.queries import lock_or_read_thread
 from leadcrm.conversations.rules.messages import Direction, MessageStatus
@@ -45,6 +45,7 @@ from leadcrm.conversations.tables import conversation_messages
 from leadcrm.conversations.threads import Sender
 from leadcrm.directory.rules import system_actor
 from leadcrm.directory.tables import organizations
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import AppError
 
@@ -68,7 +69,7 @@ def run_queued_email_sweep(*, send: Sender | None = None) -> dict[str, int]:
                 conversation_messages.c.status == MessageStatus.QUEUED.value,
                 conversation_messages.c.direction == Direction.OUTBOUND.value,
                 or_(
-                    conversation_messages.c.created_at < func.now() - QUEUED_LEASE,
+                    conversation_messages.c.created_at < sql_now() - QUEUED_LEASE,
                     # refused for now by SES: its sender is done with it (a fresh queued message has no error)
                     and_(conversation_messages.c.send_attempts == 0, conversation_messages.c.error.is_not(None)),
                 ),

@@ -41,6 +41,7 @@ from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.platform import mail_keys
 from leadcrm.platform.adapters import ses
 from leadcrm.platform.adapters.aws import error_code
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Forbidden
 from leadcrm.platform.failures import refused_for_now
@@ -225,7 +226,7 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
         {
             "status": MessageStatus.SENT.value,
             "provider_message_id": delivery.provider_message_id,
-            "sent_at": func.coalesce(conversation_messages.c.sent_at, func.now()),
+            "sent_at": func.coalesce(conversation_messages.c.sent_at, sql_now()),
             "error": None,
         }  # fmt: skip
         if delivery.sent
@@ -237,7 +238,7 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
     if delivery.retry:
         # SES did not take it: queued again, the claim released (send_attempts back to 0, which the sweep
         # reads as "never reached SES"), the error saying why; failed once the retry window is spent.
-        retried = and_(still_queued, conversation_messages.c.created_at >= func.now() - RETRY_WINDOW)
+        retried = and_(still_queued, conversation_messages.c.created_at >= sql_now() - RETRY_WINDOW)
         values["status"] = case((retried, MessageStatus.QUEUED.value), else_=values["status"])
         values["send_attempts"] = case((retried, 0), else_=conversation_messages.c.send_attempts)
     message = (
@@ -257,11 +258,11 @@ def record_delivery(uow: UnitOfWork, actor: Actor, queued: QueuedEmail, delivery
             .values(subject=func.coalesce(conversations.c.subject, queued.store_subject))
         )
     if delivery.sent and queued.lead_id is not None:
-        stamps: dict[str, Any] = {"last_outbound_at": func.now(), "last_contact_attempt_at": func.now()}
+        stamps: dict[str, Any] = {"last_outbound_at": sql_now(), "last_contact_attempt_at": sql_now()}
         if actor.user_id is not None:
             # A staff member's own email is a human response (touches.py keeps the same rule for logged
             # touches): the first one is kept, a later one never moves it.
-            stamps["first_human_response_at"] = func.coalesce(leads.c.first_human_response_at, func.now())
+            stamps["first_human_response_at"] = func.coalesce(leads.c.first_human_response_at, sql_now())
         conn.execute(
             update(leads)
             .where(leads.c.organization_id == actor.organization_id, leads.c.id == queued.lead_id)
@@ -325,7 +326,7 @@ def claim_send(message_id: uuid.UUID) -> bool:
                 conversation_messages.c.status == MessageStatus.QUEUED.value,
                 conversation_messages.c.send_attempts == 0,
             )
-            .values(send_attempts=conversation_messages.c.send_attempts + 1, send_claimed_at=func.now())
+            .values(send_attempts=conversation_messages.c.send_attempts + 1, send_claimed_at=sql_now())
             .returning(conversation_messages.c.id)
         ).first()
         uow.commit()

@@ -14,12 +14,19 @@ from sqlalchemy import (
     Table,
     Text,
     Uuid,
-    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, updated_at_column
+from leadcrm.platform.db.columns import (
+    created_at_column,
+    id_column,
+    metadata,
+    one_of,
+    org_column,
+    stamp_column,
+    updated_at_column,
+)
 
 CONSENT_CHANNELS = ("email", "sms", "whatsapp", "call")
 
@@ -89,7 +96,7 @@ conversations = Table(
     Column("status", Text, nullable=False, server_default="open"),
     Column("unread_count", Integer, nullable=False, server_default=text("0")),
     Column("assigned_to_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
-    Column("last_message_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("last_message_at"),
     created_at_column(),
     updated_at_column(),
     CheckConstraint(one_of("channel", CONVERSATION_CHANNELS), name="channel"),
@@ -164,7 +171,7 @@ lead_consent_events = Table(
     Column("source", Text, nullable=False),
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     Column("note", Text),
-    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("occurred_at"),
     CheckConstraint(one_of("channel", CONSENT_CHANNELS), name="channel"),
     CheckConstraint(one_of("status", CONSENT_STATUSES), name="status"),
     CheckConstraint(one_of("legal_basis", LEGAL_BASES), name="legal_basis"),
@@ -232,7 +239,7 @@ ses_delivery_events = Table(
     Column("event_type", Text, nullable=False),
     Column("occurred_at", DateTime(timezone=True), nullable=False),
     org_column(),
-    Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("received_at"),
     PrimaryKeyConstraint("ses_message_id", "event_type", "occurred_at", name="pk_ses_delivery_events"),
     Index("ix_ses_delivery_events_received_at", "received_at"),
 )

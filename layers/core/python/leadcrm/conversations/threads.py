@@ -33,7 +33,6 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
-    func,
     insert,
     select,
     update,
@@ -55,6 +54,7 @@ from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import is_active_member
 from leadcrm.directory.tables import memberships
 from leadcrm.platform.adapters import ses
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import uuid7
 
@@ -170,7 +170,7 @@ def assign(conn: Connection, actor: Actor, conversation_id: uuid.UUID, user_id: 
     conn.execute(
         update(conversations)
         .where(conversations.c.id == conversation_id)
-        .values(assigned_to_user_id=user_id, updated_at=func.now())
+        .values(assigned_to_user_id=user_id, updated_at=sql_now())
     )
     return get_thread(conn, actor.organization_id, conversation_id)
 
@@ -182,7 +182,7 @@ def set_status(
     conn.execute(
         update(conversations)
         .where(conversations.c.id == conversation_id)
-        .values(status=status.value, updated_at=func.now())
+        .values(status=status.value, updated_at=sql_now())
     )
     return get_thread(conn, actor.organization_id, conversation_id)
 
@@ -221,7 +221,7 @@ def insert_message(conn: Connection, thread: dict[str, Any], **values: Any) -> d
     conn.execute(
         update(conversations)
         .where(conversations.c.id == thread["id"])
-        .values(last_message_at=func.now(), updated_at=func.now())
+        .values(last_message_at=sql_now(), updated_at=sql_now())
     )
     return dict(row)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from leadcrm.deals.pipelines import DealPipeline
 from leadcrm.deals.queries import deal_not_found, read_deal
@@ -37,6 +37,7 @@ from leadcrm.deals.tables import deal_history, deals
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.leads.activity import record_activity
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import AppError, BadRequest, Conflict
 from leadcrm.platform.events import DomainEvent
@@ -196,7 +197,7 @@ def _write(conn: Connection, deal: Mapping[str, Any], values: dict[str, Any]) ->
     conn.execute(
         update(deals)
         .where(deals.c.organization_id == deal["organization_id"], deals.c.id == deal["id"])
-        .values(**values, version=deals.c.version + 1, updated_at=func.now())
+        .values(**values, version=deals.c.version + 1, updated_at=sql_now())
     )
 
 
@@ -254,7 +255,7 @@ def update_deal(uow: UnitOfWork, actor: Actor, deal_id: uuid.UUID, version: int,
         require_assignable_staff(conn, actor.organization_id, values["owner_user_id"])
     if not values:
         return read_deal(conn, actor.organization_id, deal_id)
-    _write(conn, deal, {**values, "last_activity_at": func.now()})
+    _write(conn, deal, {**values, "last_activity_at": sql_now()})
     changed = {
         EDITABLE[name]: ({} if name in _TEXT_FIELDS else {"from": _json(deal[name]), "to": _json(value)})
         for name, value in values.items()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -26,6 +26,7 @@ from sqlalchemy import Connection, select, text
 
 from leadcrm.deals.rules.forecast import Period, win_rate, window
 from leadcrm.directory.tables import organizations
+from leadcrm.platform import clock
 from leadcrm.platform.assignee import Assignee
 
 _FORECAST_SQL = """
@@ -99,7 +100,7 @@ def forecast(
         zone = ZoneInfo(timezone)
     except (ZoneInfoNotFoundError, ValueError):
         timezone, zone = "UTC", ZoneInfo("UTC")
-    today = (now or datetime.now(UTC)).astimezone(zone).date()
+    today = (now or clock.now()).astimezone(zone).date()
     start, end = window(today, query.interval, query.first, query.last)
     owner = query.assignee.user_id if query.assignee is not None else None
     rows = conn.execute(

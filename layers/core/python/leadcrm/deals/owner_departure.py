@@ -30,7 +30,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, or_, select, update
+from sqlalchemy import Connection, insert, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.deals.deals import HISTORY_OWNER_HANDED_OVER, TIMELINE_TYPES
@@ -44,6 +44,7 @@ from leadcrm.directory.tables import memberships
 from leadcrm.leads.activity import record_activities
 from leadcrm.leads.tables import leads
 from leadcrm.pipelines.rules.statuses import OPEN_CATEGORIES
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import Conflict, NotFound
 from leadcrm.platform.events import DomainEvent
@@ -312,7 +313,7 @@ def _reassign(
         .with_for_update(key_share=True)
         .scalar_subquery()
     )
-    values: dict[str, Any] = {owner_column.name: to_user_id, "updated_at": func.now()}
+    values: dict[str, Any] = {owner_column.name: to_user_id, "updated_at": sql_now()}
     if bump_version:
         values["version"] = table.c.version + 1
     returning = [table.c.id, table.c.lead_id] if table is deals else [table.c.id]

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import Connection, Text, and_, case, cast, func, insert, literal, or_, update
+from sqlalchemy import Connection, Text, and_, case, cast, insert, literal, or_, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from leadcrm.deals.deals import HISTORY_COMPENSATION, HISTORY_MEMBER_LINKED, HISTORY_REACTIVATED, HISTORY_STAGE_CHANGED
 from leadcrm.deals.rules.deals import DealStatus
 from leadcrm.deals.tables import deal_compensations, deal_history, deals
 from leadcrm.directory.rules import Actor
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.ids import uuid7
 
@@ -29,7 +30,7 @@ def link_member_to_lead_deals(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID,
             deals.c.lead_id == lead_id,
             deals.c.membership_id.is_(None),
         )
-        .values(membership_id=membership_id, updated_at=func.now())
+        .values(membership_id=membership_id, updated_at=sql_now())
         .returning(deals.c.id)
     ).all()
     if linked:
@@ -74,7 +75,7 @@ def forget_erased_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uu
                 offer_ref=None,
                 loss_note=None,
                 close_reason=case((deals.c.close_reason.is_(None), None), else_=literal(ERASED_TEXT)),
-                updated_at=func.now(),
+                updated_at=sql_now(),
             )
             .returning(deals.c.id)
         )

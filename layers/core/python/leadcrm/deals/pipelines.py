@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from sqlalchemy import Connection, Row, case, func, insert, select, update
+from sqlalchemy import Connection, Row, case, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.deals.rules.deals import ForecastCategory, StageKind
@@ -32,6 +32,7 @@ from leadcrm.deals.rules.pipelines import (
 )
 from leadcrm.deals.tables import deal_pipelines, deal_stages
 from leadcrm.directory.rules import Actor
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import uuid7
@@ -165,7 +166,7 @@ def rename_pipeline(uow: UnitOfWork, actor: Actor, name: str) -> DealPipeline:
     conn = uow.connection
     pipeline = get_deal_pipeline(conn, actor.organization_id, lock=True)
     conn.execute(
-        update(deal_pipelines).where(deal_pipelines.c.id == pipeline.id).values(name=name, updated_at=func.now())
+        update(deal_pipelines).where(deal_pipelines.c.id == pipeline.id).values(name=name, updated_at=sql_now())
     )
     return replace(pipeline, name=name)
 
@@ -239,7 +240,7 @@ def update_stage(uow: UnitOfWork, actor: Actor, stage_id: uuid.UUID, change: Sta
                 probability=wanted.probability,
                 forecast_category=wanted.forecast_category.value,
                 rotting_days=wanted.rotting_days,
-                updated_at=func.now(),
+                updated_at=sql_now(),
             )
         )
     return get_deal_pipeline(conn, actor.organization_id)
@@ -273,5 +274,5 @@ def _renumber(
     conn.execute(
         update(deal_stages)
         .where(deal_stages.c.organization_id == organization_id, deal_stages.c.id.in_(list(changed)))
-        .values(position=case(changed, value=deal_stages.c.id), updated_at=func.now())
+        .values(position=case(changed, value=deal_stages.c.id), updated_at=sql_now())
     )

@@ -17,7 +17,7 @@ once) stalls nothing twice and opens no second task.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, insert, literal, select, update
@@ -27,6 +27,8 @@ from leadcrm.deals.rules.deals import ROTTING_KINDS, DealStatus
 from leadcrm.deals.tables import deal_history, deal_stages, deals
 from leadcrm.directory.rules import system_actor
 from leadcrm.leads.activity import record_activities
+from leadcrm.platform import clock
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.ids import uuid7
 from leadcrm.work.tasks import TaskType, create_system_tasks
@@ -43,7 +45,7 @@ MIN_ROTTING_DAYS = 1  # deal_stages.rotting_days BETWEEN 1 AND 365
 
 def run_rotting_sweep(now: datetime | None = None) -> dict[str, int]:
     """The scheduled job; `now` is for tests. Returns counts only."""
-    now = now or datetime.now(UTC)
+    now = now or clock.now()
     stats = {"stalled": 0, "tasks": 0}
     for _ in range(MAX_BATCHES_PER_RUN):
         stalled, opened = _sweep_batch(now)
@@ -82,7 +84,7 @@ def _sweep_batch(now: datetime) -> tuple[int, int]:
                     status=DealStatus.STALLED.value,
                     stalled_at=literal(now),
                     version=deals.c.version + 1,
-                    updated_at=func.now(),
+                    updated_at=sql_now(),
                 )
                 .returning(*deals.c)
             )

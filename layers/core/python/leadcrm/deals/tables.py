@@ -16,12 +16,19 @@ from sqlalchemy import (
     Table,
     Text,
     Uuid,
-    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, updated_at_column
+from leadcrm.platform.db.columns import (
+    created_at_column,
+    id_column,
+    metadata,
+    one_of,
+    org_column,
+    stamp_column,
+    updated_at_column,
+)
 
 DEAL_STAGE_KINDS = ("new", "discovery", "proposal", "negotiation", "won", "lost")
 
@@ -102,8 +109,8 @@ deals = Table(
     # Optimistic concurrency: every change bumps it, and a change names the version it was made from.
     Column("version", Integer, nullable=False, server_default=text("1")),
     # The rotting clock: the last change a person made to the deal (the sweep compares it to the stage's days).
-    Column("last_activity_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
-    Column("stage_entered_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("last_activity_at"),
+    stamp_column("stage_entered_at"),
     Column("stalled_at", DateTime(timezone=True)),
     # Set once when the deal closes; on a won deal it is sealed with the value (migration 0017's trigger).
     Column("closed_at", DateTime(timezone=True)),
@@ -151,7 +158,7 @@ deal_history = Table(
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     Column("reason", Text),
     Column("payload", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("occurred_at"),
     Index("ix_deal_history_org_deal", "organization_id", "deal_id", "occurred_at"),
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, insert
+from sqlalchemy import insert
 
 from leadcrm.deals.deals import (
     DEAL_COMPENSATION_RECORDED,
@@ -36,6 +36,7 @@ from leadcrm.deals.rules.deals import (
 )
 from leadcrm.deals.tables import deal_compensations
 from leadcrm.directory.rules import Actor
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import Conflict
 from leadcrm.platform.ids import uuid7
@@ -60,17 +61,17 @@ def move_deal(
     values: dict[str, Any] = {
         "stage_id": transition.to_stage.id,
         "status": transition.to_status.value,
-        "stage_entered_at": func.now(),
-        "last_activity_at": func.now(),
+        "stage_entered_at": sql_now(),
+        "last_activity_at": sql_now(),
     }
     reason = None
     if transition.to_status is DealStatus.WON:
         reason = evidence.close_reason
-        values.update(closed_at=func.now(), close_reason=evidence.close_reason)
+        values.update(closed_at=sql_now(), close_reason=evidence.close_reason)
     elif transition.to_status is DealStatus.LOST:
         assert evidence.loss_reason is not None
         reason = evidence.loss_reason.value
-        values.update(closed_at=func.now(), loss_reason=reason, loss_note=evidence.loss_note)
+        values.update(closed_at=sql_now(), loss_reason=reason, loss_note=evidence.loss_note)
     _write(conn, deal, values)
     history = history_row(
         actor.user_id, deal, HISTORY_STAGE_CHANGED, transition=transition, reason=reason, payload=_evidence(evidence)
@@ -115,12 +116,12 @@ def reactivate_deal(uow: UnitOfWork, actor: Actor, deal_id: uuid.UUID, version: 
         )
     except DealRefused as refused:
         raise refusal_error(refused) from None
-    values: dict[str, Any] = {"status": DealStatus.OPEN.value, "stalled_at": None, "last_activity_at": func.now()}
+    values: dict[str, Any] = {"status": DealStatus.OPEN.value, "stalled_at": None, "last_activity_at": sql_now()}
     payload: dict[str, Any] = {}
     if transition.from_status is DealStatus.LOST:
         values.update(
             stage_id=transition.to_stage.id,
-            stage_entered_at=func.now(),
+            stage_entered_at=sql_now(),
             closed_at=None,
             loss_reason=None,
             loss_note=None,

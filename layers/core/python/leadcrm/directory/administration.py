@@ -15,7 +15,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, func, or_, select
@@ -29,6 +29,7 @@ from leadcrm.directory.rules.sync import (
     parse_user,
 )
 from leadcrm.directory.tables import memberships, organizations, users
+from leadcrm.platform import clock
 from leadcrm.platform.ids import parse_uuid, uuid7
 
 ApplyEvent = Callable[[str, dict[str, Any]], bool]
@@ -62,7 +63,7 @@ class DirectoryAdmin:
     def __init__(self, conn: Connection, apply: ApplyEvent, *, now: datetime | None = None) -> None:
         self._conn = conn
         self._apply = apply
-        self._now = (now or datetime.now(UTC)).isoformat()
+        self._now = (now or clock.now()).isoformat()
 
     # -- commands -------------------------------------------------------------------------------------------
 

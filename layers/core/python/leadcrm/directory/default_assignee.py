@@ -12,6 +12,7 @@ from sqlalchemy import Connection, func, select, update
 from leadcrm.directory.rules import STAFF_ROLES, Actor, MembershipStatus, Role
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.directory.tables import memberships, organizations
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 
 
@@ -68,6 +69,6 @@ def set_default_assignee(uow: UnitOfWork, actor: Actor, user_id: uuid.UUID | Non
     uow.connection.execute(
         update(organizations)
         .where(organizations.c.id == actor.organization_id)
-        .values(default_assignee_user_id=user_id, updated_at=func.now())
+        .values(default_assignee_user_id=user_id, updated_at=sql_now())
     )
     return user_id

@@ -35,6 +35,7 @@ from leadcrm.directory.rules.sync import (
 )
 from leadcrm.directory.tables import directory_held_events as held
 from leadcrm.directory.tables import memberships
+from leadcrm.platform.db.now import sql_now
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def _upsert(
     statement = pg_insert(held).values(kind=kind, subject_id=subject_id, **values)
     conn.execute(
         statement.on_conflict_do_update(
-            index_elements=["kind", "subject_id"], set_={**values, "updated_at": func.now()}
+            index_elements=["kind", "subject_id"], set_={**values, "updated_at": sql_now()}
         )
     )
 

@@ -26,7 +26,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from leadcrm.directory import held
 from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
@@ -42,6 +42,7 @@ from leadcrm.directory.rules.sync import (
     merge_membership,
 )
 from leadcrm.directory.tables import memberships, organizations, users
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.failures import INVALID_DATA, REFUSED, Rejected
 from leadcrm.platform.messagebus import handle
@@ -238,7 +239,7 @@ def _update(uow: UnitOfWork, row: Any, values: dict[str, Any], source_key: str |
     if not values:
         return False
     conn = uow.connection
-    conn.execute(update(memberships).where(memberships.c.id == row.id).values(**values, updated_at=func.now()))
+    conn.execute(update(memberships).where(memberships.c.id == row.id).values(**values, updated_at=sql_now()))
     was_active_staff = is_active_staff(row.role, row.status, row.deleted_at)
     _after_change(uow, _lock(conn, row.id), was_active_staff=was_active_staff, source_key=source_key)
     if row.deleted_at is None and values.get("deleted_at") is not None:

@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import insert, select, update
 
 from leadcrm.directory import held
 from leadcrm.directory.membership_sync import release_for_organization
 from leadcrm.directory.rules import settings_to_apply
 from leadcrm.directory.rules.sync import OrganizationDeletion, OrganizationState, earliest, is_newer
 from leadcrm.directory.tables import organizations
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 
 logger = logging.getLogger(__name__)
@@ -76,7 +77,7 @@ def apply_organization(uow: UnitOfWork, state: OrganizationState) -> bool:
             settings_changed_at={**last_changed, **{field: stamp for field in applied}},
             features=_flags(state.features),
             platform_updated_at=state.version,
-            updated_at=func.now(),
+            updated_at=sql_now(),
         )
     )
     return True
@@ -97,7 +98,7 @@ def delete_organization(uow: UnitOfWork, deletion: OrganizationDeletion) -> bool
     conn.execute(
         update(organizations)
         .where(organizations.c.id == deletion.organization_id)
-        .values(deleted_at=tombstone, updated_at=func.now())
+        .values(deleted_at=tombstone, updated_at=sql_now())
     )
     logger.info("organization deleted", extra={"organizationId": str(deletion.organization_id)})
     return True

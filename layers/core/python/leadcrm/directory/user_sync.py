@@ -31,6 +31,7 @@ from leadcrm.directory import held
 from leadcrm.directory.membership_sync import release_for_user
 from leadcrm.directory.rules.sync import UserState, is_newer
 from leadcrm.directory.tables import users
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 
 USER_CREATED = "user.created"
@@ -70,7 +71,7 @@ def _write(uow: UnitOfWork, state: UserState, row: Any) -> None:
     if row is None:
         conn.execute(insert(users).values(id=state.user_id, kind=ACCOUNT, **values))
     else:
-        conn.execute(update(users).where(users.c.id == state.user_id).values(**values, updated_at=func.now()))
+        conn.execute(update(users).where(users.c.id == state.user_id).values(**values, updated_at=sql_now()))
     if withheld:
         held.hold_user(conn, state, waiting_for=withheld[0])
     else:

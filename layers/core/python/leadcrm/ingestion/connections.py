@@ -23,6 +23,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from leadcrm.directory.rules import Actor
 from leadcrm.ingestion.tables import integration_connections
 from leadcrm.platform.adapters import integration_secrets
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import Conflict, NotFound
 from leadcrm.platform.ids import uuid7
@@ -146,8 +147,8 @@ def disconnect(uow: UnitOfWork, actor: Actor, provider: str, connection_id: uuid
             .values(
                 status=DISCONNECTED,
                 secret_arn=None,
-                disconnected_at=func.coalesce(integration_connections.c.disconnected_at, func.now()),
-                updated_at=func.now(),
+                disconnected_at=func.coalesce(integration_connections.c.disconnected_at, sql_now()),
+                updated_at=sql_now(),
             )
             .returning(*CONNECTION_COLUMNS)
         )
@@ -203,7 +204,7 @@ def _lock_account(conn: Connection, provider: str, external_account_id: str) -> 
 
 
 def _touch(conn: Connection, connection_id: uuid.UUID, display_name: str | None, secret_arn: str) -> dict[str, Any]:
-    values: dict[str, Any] = {"updated_at": func.now(), "secret_arn": secret_arn}
+    values: dict[str, Any] = {"updated_at": sql_now(), "secret_arn": secret_arn}
     if display_name is not None:
         values["display_name"] = display_name
     row = (

@@ -19,11 +19,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy import Connection, insert, select, update
 
 from leadcrm.directory.rules import Actor
 from leadcrm.ingestion.tables import lead_import_jobs
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import Conflict, NotFound, Unprocessable
 from leadcrm.platform.ids import uuid7
@@ -148,7 +149,7 @@ def _set(conn: Connection, job_id: uuid.UUID, **values: Any) -> dict[str, Any]:
         conn.execute(
             update(lead_import_jobs)
             .where(lead_import_jobs.c.id == job_id)
-            .values(**values, updated_at=func.now())
+            .values(**values, updated_at=sql_now())
             .returning(*JOB_COLUMNS)
         )
         .mappings()

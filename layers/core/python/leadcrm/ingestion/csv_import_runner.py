@@ -14,7 +14,7 @@ from enum import StrEnum
 from itertools import islice
 from typing import Any
 
-from sqlalchemy import Connection, Integer, Text, Uuid, func, insert, literal, select, text, update
+from sqlalchemy import Connection, DateTime, Integer, Text, Uuid, func, insert, literal, select, text, update
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -49,7 +49,9 @@ from leadcrm.leads.rules.intake import dedup_lock_keys, normalized_email
 from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
 from leadcrm.leads.touches import imported_first_touches
 from leadcrm.pipelines.stages import default_new_stage
+from leadcrm.platform import clock
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import DomainEvent
@@ -131,15 +133,15 @@ def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
                 lead_import_jobs.c.id == job_id,
                 lead_import_jobs.c.status.in_((QUEUED, RUNNING)),
                 (lead_import_jobs.c.lease_until.is_(None))
-                | (lead_import_jobs.c.lease_until < func.now())
+                | (lead_import_jobs.c.lease_until < sql_now())
                 | (lead_import_jobs.c.lease_owner == worker),
             )
             .values(
                 status=RUNNING,
                 lease_owner=worker,
-                lease_until=func.now() + text(f"interval '{LEASE_SECONDS} seconds'"),
-                started_at=func.coalesce(lead_import_jobs.c.started_at, func.now()),
-                updated_at=func.now(),
+                lease_until=sql_now() + text(f"interval '{LEASE_SECONDS} seconds'"),
+                started_at=func.coalesce(lead_import_jobs.c.started_at, sql_now()),
+                updated_at=sql_now(),
             )
             .returning(
                 lead_import_jobs.c.organization_id,
@@ -208,8 +210,8 @@ def _commit_chunk(
                 created_count=lead_import_jobs.c.created_count + counts["created"],
                 duplicate_count=lead_import_jobs.c.duplicate_count + counts["duplicate"],
                 invalid_count=lead_import_jobs.c.invalid_count + counts["invalid"],
-                lease_until=func.now() + text(f"interval '{LEASE_SECONDS} seconds'"),
-                updated_at=func.now(),
+                lease_until=sql_now() + text(f"interval '{LEASE_SECONDS} seconds'"),
+                updated_at=sql_now(),
             )
         )
         uow.commit()
@@ -291,42 +293,44 @@ def _insert_leads(
     conn: Connection, organization_id: uuid.UUID, actor_user_id: uuid.UUID | None, rows: list[dict[str, Any]]
 ) -> None:
     """The chunk's leads, their first status events, their receipts and their first touches (attribution):
-    four statements whatever the size."""
+    four statements whatever the size, all at one instant of the clock (a lead's creation, its first status,
+    receipt and touch are one moment)."""
     placement = default_new_stage(conn, organization_id)
     src = recordset("import_leads", "src", rows, _LEAD_ROW_COLUMNS)
     org, actor = literal(organization_id, Uuid), literal(actor_user_id, Uuid)
+    at = literal(clock.now(), DateTime(timezone=True))
     conn.execute(
         insert(leads).from_select(
             [
                 "id", "organization_id", "name", "email", "phone", "locale", "note", "source", "status",
-                "pipeline_id", "stage_id", "created_by_user_id",
+                "pipeline_id", "stage_id", "created_by_user_id", "created_at", "updated_at", "status_changed_at",
             ],
             select(
                 src.c.id, org, src.c.name, src.c.email, src.c.phone, src.c.locale, src.c.note,
                 literal(IMPORT_SOURCE), literal(placement.category.value), literal(placement.pipeline_id, Uuid),
-                literal(placement.stage_id, Uuid), actor,
+                literal(placement.stage_id, Uuid), actor, at, at, at,
             ),
         )
     )  # fmt: skip
     src = recordset("import_events", "src", rows, _LEAD_ROW_COLUMNS)
     conn.execute(
         insert(lead_status_events).from_select(
-            ["id", "organization_id", "lead_id", "to_status", "to_stage_id", "actor_user_id"],
+            ["id", "organization_id", "lead_id", "to_status", "to_stage_id", "actor_user_id", "changed_at"],
             select(
                 src.c.status_event_id, org, src.c.id, literal(placement.category.value),
-                literal(placement.stage_id, Uuid), actor,
+                literal(placement.stage_id, Uuid), actor, at,
             ),
         )
     )  # fmt: skip
     src = recordset("import_receipts", "src", rows, _LEAD_ROW_COLUMNS)
     conn.execute(
         insert(lead_receipts).from_select(
-            ["id", "organization_id", "lead_id", "channel", "duplicate", "payload"],
-            select(src.c.receipt_id, org, src.c.id, literal(IMPORT_CHANNEL), literal(False), src.c.payload),
+            ["id", "organization_id", "lead_id", "channel", "duplicate", "payload", "received_at"],
+            select(src.c.receipt_id, org, src.c.id, literal(IMPORT_CHANNEL), literal(False), src.c.payload, at),
         )
     )
     src = recordset("import_touches", "src", rows, _LEAD_ROW_COLUMNS)
-    conn.execute(imported_first_touches(organization_id, src))
+    conn.execute(imported_first_touches(organization_id, src, at))
 
 _REPORT_COLUMNS = {"row_number": Integer, "outcome": Text, "lead_id": Uuid, "existing_lead_id": Uuid, "errors": JSONB}
 
@@ -358,7 +362,7 @@ def _release(job_id: uuid.UUID, worker: str) -> None:
         uow.connection.execute(
             update(lead_import_jobs)
             .where(lead_import_jobs.c.id == job_id, lead_import_jobs.c.lease_owner == worker)
-            .values(lease_owner=None, lease_until=None, updated_at=func.now())
+            .values(lease_owner=None, lease_until=None, updated_at=sql_now())
         )
         uow.commit()
 
@@ -373,8 +377,8 @@ def _fail(job_id: uuid.UUID, worker: str, code: str, message: str) -> None:
                 error_message=message,
                 lease_owner=None,
                 lease_until=None,
-                finished_at=func.now(),
-                updated_at=func.now(),
+                finished_at=sql_now(),
+                updated_at=sql_now(),
             )
         )
         uow.commit()
@@ -385,7 +389,7 @@ def _complete(job_id: uuid.UUID, worker: str, claim: _Claim) -> None:
         row = uow.connection.execute(
             update(lead_import_jobs)
             .where(lead_import_jobs.c.id == job_id, lead_import_jobs.c.lease_owner == worker)
-            .values(status=COMPLETED, lease_owner=None, lease_until=None, finished_at=func.now(), updated_at=func.now())
+            .values(status=COMPLETED, lease_owner=None, lease_until=None, finished_at=sql_now(), updated_at=sql_now())
             .returning(
                 lead_import_jobs.c.rows_processed,
                 lead_import_jobs.c.created_count,

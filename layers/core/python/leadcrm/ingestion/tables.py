@@ -13,12 +13,19 @@ from sqlalchemy import (
     Table,
     Text,
     Uuid,
-    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 
-from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, updated_at_column
+from leadcrm.platform.db.columns import (
+    created_at_column,
+    id_column,
+    metadata,
+    one_of,
+    org_column,
+    stamp_column,
+    updated_at_column,
+)
 
 PROVIDERS = ("meta_lead_ads", "whatsapp_cloud")
 
@@ -46,7 +53,7 @@ integration_connections = Table(
     Column("secret_arn", Text),
     Column("status", Text, nullable=False, server_default="active"),
     Column("connected_by_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
-    Column("connected_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("connected_at"),
     Column("disconnected_at", DateTime(timezone=True)),
     created_at_column(),
     updated_at_column(),
@@ -74,7 +81,7 @@ ingested_events = Table(
     org_column(),
     Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="SET NULL")),
     Column("outcome", Text, nullable=False),
-    Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("received_at"),
     PrimaryKeyConstraint("channel", "external_ref", name="pk_ingested_events"),
     CheckConstraint(one_of("channel", ATTRIBUTION_CHANNELS), name="channel"),
     CheckConstraint(one_of("outcome", INGESTED_OUTCOMES), name="outcome"),

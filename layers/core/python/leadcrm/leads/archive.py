@@ -13,6 +13,7 @@ from leadcrm.leads.activity import record_activities
 from leadcrm.leads.moves import activity_row, id_list, lock_lead, public_lead, update_lead_row
 from leadcrm.leads.rules.moves import distinct_in_order
 from leadcrm.leads.tables import leads
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 
 # Timeline entry types (lead_activity_events.type) this module writes.
@@ -26,7 +27,7 @@ def set_archived(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, archived: bo
     row = lock_lead(conn, actor.organization_id, lead_id)
     if (row["archived_at"] is not None) == archived:
         return public_lead(row)
-    updated = update_lead_row(conn, row, {"archived_at": func.now() if archived else None})
+    updated = update_lead_row(conn, row, {"archived_at": sql_now() if archived else None})
     record_activities(conn, [activity_row(actor, lead_id, ARCHIVED if archived else UNARCHIVED, {})])
     return updated
 
@@ -69,7 +70,7 @@ def bulk_set_archived(uow: UnitOfWork, actor: Actor, lead_ids: list[uuid.UUID], 
                 leads.c.organization_id == actor.organization_id,
                 leads.c.id == func.any(id_list("changed_ids", changed)),
             )
-            .values(archived_at=func.now() if archived else None, updated_at=func.now())
+            .values(archived_at=sql_now() if archived else None, updated_at=sql_now())
         )
         kind = ARCHIVED if archived else UNARCHIVED
         record_activities(conn, [activity_row(actor, lead_id, kind, {"bulk": True}) for lead_id in changed])

@@ -34,6 +34,7 @@ from leadcrm.leads.rules.moves import (
 )
 from leadcrm.leads.tables import lead_pipeline_placements, lead_status_events, leads
 from leadcrm.pipelines.stages import StageRow, resolve_stage
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 
@@ -86,7 +87,7 @@ def bulk_move_stage(
                 lead_pipeline_placements.c.pipeline_id == target.pipeline_id,
                 lead_pipeline_placements.c.lead_id == func.any(id_list("secondary_ids", secondary_ids)),
             )
-            .values(stage_id=target.id, updated_at=func.now())
+            .values(stage_id=target.id, updated_at=sql_now())
         )
     _bulk_record_stage_moved(conn, actor, target, plan.primary_moves, plan.secondary_moves)
     return BulkMoveResult(moved=plan.moved, skipped=plan.skipped)
@@ -141,8 +142,8 @@ def _bulk_update_primary(conn: Connection, actor: Actor, target: StageRow, moves
             stage_id=target.id,
             status=target.category.value,
             lost_reason=moved.c.lost_reason,
-            status_changed_at=case((moved.c.category_changed, func.now()), else_=leads.c.status_changed_at),
-            updated_at=func.now(),
+            status_changed_at=case((moved.c.category_changed, sql_now()), else_=leads.c.status_changed_at),
+            updated_at=sql_now(),
         )
     )
 

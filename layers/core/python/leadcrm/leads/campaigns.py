@@ -14,6 +14,7 @@ from sqlalchemy import Connection, func, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.leads.tables import lead_campaigns
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import uuid7
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
@@ -133,14 +134,14 @@ def update_campaign(
 ) -> dict[str, Any]:
     """Rename, recolour, archive or unarchive a hook. `changes` holds only what the caller sent:
     name, color (None clears it), archived (bool). 404 CAMPAIGN_NOT_FOUND for another organization's id."""
-    values: dict[str, Any] = {"updated_at": func.now()}
+    values: dict[str, Any] = {"updated_at": sql_now()}
     if "name" in changes:
         values["name"] = changes["name"]
     if "color" in changes:
         values["color"] = changes["color"]
     if "archived" in changes:
         # Archiving again keeps the first archive time; unarchiving clears it.
-        values["archived_at"] = func.coalesce(lead_campaigns.c.archived_at, func.now()) if changes["archived"] else None
+        values["archived_at"] = func.coalesce(lead_campaigns.c.archived_at, sql_now()) if changes["archived"] else None
     row = (
         conn.execute(
             update(lead_campaigns)

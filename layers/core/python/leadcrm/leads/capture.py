@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, select, update
 
 from leadcrm.directory.rules import LEAD_MANAGEMENT, enabled_features
 from leadcrm.directory.tables import organizations
@@ -32,6 +32,7 @@ from leadcrm.leads.rules.intake import (
 from leadcrm.leads.rules.returning import ReturnVia
 from leadcrm.leads.tables import minisite_events
 from leadcrm.platform import idempotency
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 
 logger = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ def _minisite_event_campaign(conn: Connection, organization_id: uuid.UUID, event
     conn.execute(
         update(minisite_events)
         .where(minisite_events.c.id == event_id, minisite_events.c.campaign_id.is_(None))
-        .values(campaign_id=campaign_id, updated_at=func.now())
+        .values(campaign_id=campaign_id, updated_at=sql_now())
     )
     return campaign_id
 

@@ -43,6 +43,7 @@ from leadcrm.leads.rules.moves import is_converted
 from leadcrm.leads.tables import leads
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, first_active_stage
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.events import MEMBERSHIP_ACTIVATED, DomainEvent
@@ -95,7 +96,7 @@ def _attach(uow: UnitOfWork, actor: Actor, lead: dict[str, Any], membership_id: 
             leads.c.id == lead["id"],
             leads.c.converted_membership_id.is_(None),
         )
-        .values(converted_membership_id=membership_id, updated_at=func.now())
+        .values(converted_membership_id=membership_id, updated_at=sql_now())
     )
     converted = {**lead, "converted_membership_id": membership_id}
     # A converted lead's deals link both the lead and the member.

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Text, Uuid, bindparam, cast, func, insert, select, update
+from sqlalchemy import Connection, Text, Uuid, bindparam, cast, insert, select, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from leadcrm.directory.rules import Actor
@@ -44,6 +44,7 @@ from leadcrm.leads.rules.moves import (
 from leadcrm.leads.tables import LEAD_COLUMNS, lead_status_events, leads
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, first_active_stage, resolve_stage
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.events import LEAD_STATUS_CHANGED, DomainEvent
@@ -136,7 +137,7 @@ def update_lead_row(conn: Connection, row: Mapping[str, Any], values: Mapping[st
         conn.execute(
             update(leads)
             .where(leads.c.id == row["id"], leads.c.organization_id == row["organization_id"])
-            .values(**values, updated_at=func.now())
+            .values(**values, updated_at=sql_now())
             .returning(*LEAD_COLUMNS)
         )
         .mappings()
@@ -156,7 +157,7 @@ def primary_move_values(move: StageMove) -> dict[str, Any]:
         "lost_reason": move.lost_reason,
     }
     if move.category_changed:
-        values["status_changed_at"] = func.now()
+        values["status_changed_at"] = sql_now()
     return values
 
 

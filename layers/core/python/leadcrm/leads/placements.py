@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, delete, func, select, update
+from sqlalchemy import Connection, delete, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.directory.rules import Actor
@@ -34,6 +34,7 @@ from leadcrm.leads.tables import lead_pipeline_placements
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, first_active_stage, resolve_stage
 from leadcrm.pipelines.tables import pipelines
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
 from leadcrm.platform.ids import uuid7
@@ -178,7 +179,7 @@ def move_in_pipeline(
             lead_pipeline_placements.c.lead_id == lead_id,
             lead_pipeline_placements.c.pipeline_id == pipeline_id,
         )
-        .values(stage_id=target.id, updated_at=func.now())
+        .values(stage_id=target.id, updated_at=sql_now())
     )
     record_activities(
         conn,
@@ -265,7 +266,7 @@ def set_primary(
             lead_pipeline_placements.c.lead_id == lead_id,
             lead_pipeline_placements.c.pipeline_id == pipeline_id,
         )
-        .values(pipeline_id=lead.pipeline_id, stage_id=lead.stage_id, updated_at=func.now())
+        .values(pipeline_id=lead.pipeline_id, stage_id=lead.stage_id, updated_at=sql_now())
     )
     updated = update_lead_row(conn, row, {**primary_move_values(move), "pipeline_id": pipeline_id})
     record_primary_move(uow, actor, move)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.leads.rules.intake import over_limit, rate_window_start, retry_after_seconds
 from leadcrm.leads.tables import rate_limit_counters
+from leadcrm.platform import clock as platform_clock
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import AppError
 from leadcrm.platform.retention import Retention
@@ -36,8 +37,8 @@ RETENTION = Retention(
 
 
 def clock() -> datetime:
-    """The time throttling reads (tests replace it to stay inside one window)."""
-    return datetime.now(UTC)
+    """The time throttling reads: the platform's clock (tests replace it to stay inside one window)."""
+    return platform_clock.now()
 
 
 class RateLimited(AppError):

@@ -23,6 +23,7 @@ from leadcrm.leads.conversion import attach_on_self_signup
 from leadcrm.leads.purchases import MAX_COURSE_NAME, CoursePurchase, record_course_purchase
 from leadcrm.leads.tables import lead_activity_events, leads, minisite_events
 from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.ids import parse_uuid, uuid7
 
 logger = logging.getLogger(__name__)
@@ -84,12 +85,12 @@ def _upsert_minisite_event(conn: Connection, detail: dict[str, Any], *, archive:
         literal(event_id, Uuid),
         literal(organization_id, Uuid),
         literal(title, Text),
-        func.now() if archive else cast(null(), DateTime(timezone=True)),
+        sql_now() if archive else cast(null(), DateTime(timezone=True)),
     ).where(known_organization)
     statement = pg_insert(minisite_events).from_select(["id", "organization_id", "title", "archived_at"], values)
-    changes: dict[str, Any] = {"title": statement.excluded.title, "updated_at": func.now()}
+    changes: dict[str, Any] = {"title": statement.excluded.title, "updated_at": sql_now()}
     if archive:
-        changes["archived_at"] = func.coalesce(minisite_events.c.archived_at, func.now())
+        changes["archived_at"] = func.coalesce(minisite_events.c.archived_at, sql_now())
     written = conn.execute(
         statement.on_conflict_do_update(
             index_elements=["id"],

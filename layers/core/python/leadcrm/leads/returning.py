@@ -74,6 +74,7 @@ from leadcrm.leads.tables import LEAD_COLUMNS, lead_pipeline_placements, lead_st
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, default_new_stage, first_active_stage, resolve_stage
 from leadcrm.pipelines.tables import pipelines
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.events import DomainEvent
@@ -239,16 +240,16 @@ def _reopen_values(
         "archived_at": None,
         "paused_at": None,
         "consecutive_no_answer_count": 0,
-        # A call due now (now() is the transaction's time: next_action_at = returned_at). The previous
+        # A call due now (one statement reads the clock once: next_action_at = returned_at). The previous
         # life's follow-up is not a promise any more.
-        "next_action_at": func.now(),
+        "next_action_at": sql_now(),
         "next_action_type": RETURN_CALL,
         "next_action_note": None,
-        "returned_at": func.now(),
+        "returned_at": sql_now(),
         "returned_from_status": row["status"],
         "returned_via": via.value,
         "return_count": leads.c.return_count + 1,
-        "updated_at": func.now(),
+        "updated_at": sql_now(),
         **filled_fields(_facts(row), touch),
     }
     if sentence_core(touch.note):

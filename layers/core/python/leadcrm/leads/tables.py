@@ -22,7 +22,15 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.pipelines.tables import STAGE_CATEGORIES
-from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, updated_at_column
+from leadcrm.platform.db.columns import (
+    created_at_column,
+    id_column,
+    metadata,
+    one_of,
+    org_column,
+    stamp_column,
+    updated_at_column,
+)
 
 TAG_CATEGORIES = ("label", "purchase")
 
@@ -77,7 +85,7 @@ leads = Table(
     Column("next_action_at", DateTime(timezone=True)),
     Column("next_action_type", Text),
     Column("next_action_note", String(255)),
-    Column("status_changed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("status_changed_at"),
     # Returning leads: the last time a closed lead came back, what it was, through which entry point, and how
     # often. The Sales queue's `returned` reason reads these (nobody has tried the lead since returned_at).
     Column("returned_at", DateTime(timezone=True)),
@@ -275,7 +283,7 @@ lead_receipts = Table(
     Column("channel", Text, nullable=False),
     Column("duplicate", Boolean, nullable=False, server_default=text("false")),
     Column("payload", JSONB, nullable=False),
-    Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("received_at"),
     Index("ix_lead_receipts_org_lead", "organization_id", "lead_id", "received_at"),
 )
 
@@ -317,7 +325,7 @@ lead_status_events = Table(
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     # Why the lead moved, when the move needs one (the lost reason): the history keeps every reason.
     Column("reason", Text),
-    Column("changed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("changed_at"),
     # Covering, and in the order the funnel walks each lead's history (analytics.reports): an organization's
     # events are read from the index alone, already sorted for the window over each lead's events.
     Index(
@@ -349,7 +357,7 @@ lead_activity_events = Table(
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     # The event that caused this entry, when a consumer wrote it: a redelivery records nothing more.
     Column("source_event_id", Uuid),
-    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("occurred_at"),
     Index("ix_lead_activity_events_lead", "organization_id", "lead_id", "occurred_at"),
     Index(
         "uq_lead_activity_events_source_event",
@@ -375,7 +383,7 @@ lead_touches = Table(
     # The acquisition channel the touch counts for ('facebook', 'minisite', 'direct_unknown', …).
     Column("channel", Text, nullable=False),
     Column("is_first", Boolean, nullable=False, server_default=text("false")),
-    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("occurred_at"),
     Column("campaign_id", Uuid, ForeignKey("lead_campaigns.id", ondelete="SET NULL")),
     Column("utm_source", Text),
     Column("utm_medium", Text),
@@ -424,7 +432,7 @@ lead_pseudonyms = Table(
     Column("email_token", Text),
     Column("phone_token", Text),
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
-    Column("pseudonymized_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    stamp_column("pseudonymized_at"),
     Index("ix_lead_pseudonyms_org_email_token", "organization_id", "email_token"),
     Index("ix_lead_pseudonyms_org_phone_token", "organization_id", "phone_token"),
 )

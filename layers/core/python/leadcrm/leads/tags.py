@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 
 from leadcrm.leads.activity import record_activities
 from leadcrm.leads.tables import lead_tag_assignments, lead_tags, leads
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
 from leadcrm.platform.ids import uuid7
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
@@ -111,7 +112,7 @@ def update_tag(
 ) -> dict[str, Any]:
     """Rename or recolour a tag (`changes`: name and/or color, only what was sent; a null color clears it).
     404 TAG_NOT_FOUND for another organization's id; 409 TAG_EXISTS when the new name is taken."""
-    values: dict[str, Any] = {"updated_at": func.now()}
+    values: dict[str, Any] = {"updated_at": sql_now()}
     values.update({key: changes[key] for key in ("name", "color") if key in changes})
     statement = (
         update(lead_tags)
@@ -240,7 +241,7 @@ def replace_lead_tags(
             )
         )
     if to_add or to_remove:
-        conn.execute(update(leads).where(leads.c.id == lead_id).values(updated_at=func.now()))
+        conn.execute(update(leads).where(leads.c.id == lead_id).values(updated_at=sql_now()))
         record_activities(
             conn,
             [

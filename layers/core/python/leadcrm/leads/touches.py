@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import CTE, Connection, Insert, Text, Uuid, cast, func, insert, literal, select, true
+from sqlalchemy import CTE, ColumnElement, Connection, Insert, Text, Uuid, cast, func, insert, literal, select, true
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
@@ -61,11 +62,11 @@ def first_touch_insert(
     return insert(lead_touches).from_select(list(values), select(*values.values()))
 
 
-def imported_first_touches(organization_id: uuid.UUID, rows: Any) -> Insert:
+def imported_first_touches(organization_id: uuid.UUID, rows: Any, at: ColumnElement[datetime]) -> Insert:
     """The first touches of leads a CSV import wrote in bulk (the import skips `intake_lead` on purpose):
     `rows` has each lead's `id`, `touch_id` and `receipt_id`. An import says nothing of where its people came
     from, so they are Direct / Unknown until staff correct them. One statement whatever the size; at the
-    leads' creation time (the same transaction's now())."""
+    import's instant `at`, the leads' own creation time."""
     utm = Utm()
     channel = acquisition_channel(IMPORT_SOURCE, None, utm)
     values = {
@@ -75,7 +76,7 @@ def imported_first_touches(organization_id: uuid.UUID, rows: Any) -> Insert:
         "kind": literal(TouchKind.IMPORT.value, Text),
         "channel": literal(channel, Text),
         "is_first": true(),
-        "occurred_at": func.now(),
+        "occurred_at": at,
         "detail": func.jsonb_build_object("receiptId", cast(rows.c.receipt_id, Text)),
     }
     return insert(lead_touches).from_select(list(values), select(*values.values()))

@@ -45,6 +45,7 @@ from leadcrm.pipelines.rules.editing import (
 from leadcrm.pipelines.rules.statuses import DEFAULT_STAGES, StageCategory
 from leadcrm.pipelines.stages import pipeline_not_found
 from leadcrm.pipelines.tables import pipeline_stages, pipelines
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
 from leadcrm.platform.ids import uuid7
@@ -111,7 +112,7 @@ def rename_pipeline(uow: UnitOfWork, actor: Actor, pipeline_id: uuid.UUID, name:
     conn.execute(
         update(pipelines)
         .where(pipelines.c.organization_id == actor.organization_id, pipelines.c.id == pipeline_id)
-        .values(name=name, updated_at=func.now())
+        .values(name=name, updated_at=sql_now())
     )
     return get_pipeline(conn, actor.organization_id, pipeline_id, include_archived_stages=False)
 
@@ -128,7 +129,7 @@ def archive_pipeline(uow: UnitOfWork, actor: Actor, pipeline_id: uuid.UUID) -> P
         conn.execute(
             update(pipelines)
             .where(pipelines.c.organization_id == actor.organization_id, pipelines.c.id == pipeline_id)
-            .values(archived_at=func.now(), updated_at=func.now())
+            .values(archived_at=sql_now(), updated_at=sql_now())
         )
     return get_pipeline(conn, actor.organization_id, pipeline_id, include_archived_stages=False)
 
@@ -193,7 +194,7 @@ def update_stage(
     conn.execute(
         update(pipeline_stages)
         .where(pipeline_stages.c.organization_id == actor.organization_id, pipeline_stages.c.id == stage_id)
-        .values(**values, updated_at=func.now())
+        .values(**values, updated_at=sql_now())
     )
     return StageView(
         id=stage.id,
@@ -231,7 +232,7 @@ def archive_stage(uow: UnitOfWork, actor: Actor, pipeline_id: uuid.UUID, stage_i
     archived_at = conn.execute(
         update(pipeline_stages)
         .where(pipeline_stages.c.organization_id == actor.organization_id, pipeline_stages.c.id == stage_id)
-        .values(archived_at=func.now(), updated_at=func.now())
+        .values(archived_at=sql_now(), updated_at=sql_now())
         .returning(pipeline_stages.c.archived_at)
     ).scalar_one()
     active = [s.id for s in stages if s.archived_at is None and s.id != stage_id]
@@ -312,7 +313,7 @@ def _apply_positions(
             pipeline_stages.c.pipeline_id == pipeline_id,
             pipeline_stages.c.id.in_(list(changed)),
         )
-        .values(position=case(changed, value=pipeline_stages.c.id), updated_at=func.now())
+        .values(position=case(changed, value=pipeline_stages.c.id), updated_at=sql_now())
     )
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from leadcrm.platform import clock
 from leadcrm.platform.ids import uuid7
 
 LEAD_CREATED = "lead.created"
@@ -23,7 +24,7 @@ class DomainEvent:
     aggregate_id: uuid.UUID
     payload: dict[str, Any]
     id: uuid.UUID = field(default_factory=uuid7)
-    occurred_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    occurred_at: datetime = field(default_factory=clock.now)
 
     def detail(self) -> dict[str, Any]:
         """The EventBridge `detail`: everything a consumer needs to process the event idempotently."""

@@ -11,6 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from sqlalchemy import ARRAY, Connection, Text, Uuid, any_, cast, extract, func, literal, or_, select, update
 
 from leadcrm.platform.adapters import eventbridge
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.events import DomainEvent
@@ -84,7 +85,7 @@ def oldest_unpublished_age_seconds() -> float:
     """How long the oldest unpublished event has waited (0 when none waits): one index read."""
     with transaction() as conn:
         age = conn.execute(
-            select(extract("epoch", func.now() - func.min(outbox.c.occurred_at))).where(outbox.c.published_at.is_(None))
+            select(extract("epoch", sql_now() - func.min(outbox.c.occurred_at))).where(outbox.c.published_at.is_(None))
         ).scalar_one()
     return max(float(age), 0.0) if age is not None else 0.0
 
@@ -106,7 +107,7 @@ def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
                 .where(
                     outbox.c.published_at.is_(None),
                     # the grace leaves a fresh row to the request that wrote it; one it tried is the relay's
-                    or_(outbox.c.occurred_at < func.now() - grace, outbox.c.attempts > 0),
+                    or_(outbox.c.occurred_at < sql_now() - grace, outbox.c.attempts > 0),
                 )
                 .order_by(outbox.c.occurred_at)
                 .limit(batch)
@@ -143,7 +144,7 @@ def _mark(conn: Connection, published: list[str], failed: dict[str, str]) -> Non
         conn.execute(
             update(outbox)
             .where(outbox.c.id == any_(cast(literal("{" + ",".join(published) + "}"), ARRAY(Uuid))))
-            .values(published_at=func.now(), attempts=outbox.c.attempts + 1, last_error=None)
+            .values(published_at=sql_now(), attempts=outbox.c.attempts + 1, last_error=None)
         )
     if failed:
         errors = recordset(

@@ -24,8 +24,9 @@ from datetime import timedelta
 from time import monotonic
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from sqlalchemy import Column, Connection, Table, delete, func, select, tuple_
+from sqlalchemy import Column, Connection, Table, delete, select, tuple_
 
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.transactions import transaction
 
 logger = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ def delete_expired_batch(conn: Connection, retention: Retention, batch: int = BA
     key_columns = list(retention.table.primary_key.columns)
     expired = (
         select(*key_columns)
-        .where(retention.stamp < func.now() - retention.kept_for)
+        .where(retention.stamp < sql_now() - retention.kept_for)
         .limit(batch)
         .with_for_update(skip_locked=True)
     )

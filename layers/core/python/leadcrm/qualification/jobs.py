@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 
 from sqlalchemy import (
-    func,
     select,
     update,
 )
 
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.transactions import transaction
 from leadcrm.qualification.rules.merges import (
     UNDO_WINDOW,
@@ -29,7 +29,7 @@ def purge_expired_snapshots(batch: int = 1000) -> dict[str, int]:
         with transaction() as conn:
             expired = (
                 select(lead_merges.c.id)
-                .where(lead_merges.c.snapshot.is_not(None), lead_merges.c.merged_at < func.now() - UNDO_WINDOW)
+                .where(lead_merges.c.snapshot.is_not(None), lead_merges.c.merged_at < sql_now() - UNDO_WINDOW)
                 .order_by(lead_merges.c.merged_at)
                 .limit(batch)
                 .with_for_update(skip_locked=True)

@@ -20,7 +20,6 @@ from sqlalchemy import (
     UniqueConstraint,
     and_,
     delete,
-    func,
     insert,
     or_,
     select,
@@ -35,6 +34,7 @@ from leadcrm.leads.tables import (
     lead_touches,
     leads,
 )
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.schema import all_tables
 from leadcrm.platform.ids import uuid7
@@ -202,7 +202,7 @@ def move_consents(ctx: MergeContext, reference: LeadReference) -> MovedRows:
             conn.execute(
                 update(table)
                 .where(table.c.id == row["id"])
-                .values(status="revoked", source=theirs.source, updated_at=func.now())
+                .values(status="revoked", source=theirs.source, updated_at=sql_now())
             )
     return _move_unless_survivor_has(ctx, reference, "channel")
 
@@ -227,7 +227,7 @@ def move_tasks(ctx: MergeContext, reference: LeadReference) -> MovedRows:
         rows = conn.execute(
             update(tasks)
             .where(tasks.c.id.in_([t.id for t in to_cancel]))
-            .values(status="cancelled", cancelled_at=func.now(), updated_at=func.now())
+            .values(status="cancelled", cancelled_at=sql_now(), updated_at=sql_now())
             .returning(tasks.c.id, tasks.c.cancelled_at)
         ).all()
         previous = {t.id: t.status for t in to_cancel}

@@ -7,14 +7,13 @@ import logging
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
     Connection,
     Table,
     delete,
-    func,
     select,
     update,
 )
@@ -26,6 +25,8 @@ from leadcrm.leads.tables import (
     lead_touches,
     leads,
 )
+from leadcrm.platform import clock
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.schema import all_tables
 from leadcrm.platform.db.uow import UnitOfWork
@@ -77,7 +78,7 @@ def undo_merge(uow: UnitOfWork, actor: Actor, merge_id: uuid.UUID) -> UndoResult
     merge = merge_row(conn, org, merge_id, lock=True)
     refusal = undo_refusal(
         merge["merged_at"],
-        datetime.now(UTC),
+        clock.now(),
         undone=merge["undone_at"] is not None,
         survivor_moved=merge["survivor_lead_id"] != merge["original_survivor_id"],
         has_snapshot=merge["snapshot"] is not None,
@@ -123,7 +124,7 @@ def undo_merge(uow: UnitOfWork, actor: Actor, merge_id: uuid.UUID) -> UndoResult
         conn.execute(
             update(leads)
             .where(leads.c.id == survivor_id, leads.c.organization_id == org)
-            .values(**_typed_lead_values(columns.restore), updated_at=func.now())
+            .values(**_typed_lead_values(columns.restore), updated_at=sql_now())
         )
     stayed = _arrived_since(conn, org, references, merge, survivor_id)
     report = {
@@ -136,7 +137,7 @@ def undo_merge(uow: UnitOfWork, actor: Actor, merge_id: uuid.UUID) -> UndoResult
     conn.execute(
         update(lead_merges)
         .where(lead_merges.c.id == merge_id)
-        .values(undone_at=func.now(), undone_by_user_id=actor.user_id, undo_report=report, snapshot=None)
+        .values(undone_at=sql_now(), undone_by_user_id=actor.user_id, undo_report=report, snapshot=None)
     )
     activity = {"mergeId": str(merge_id), "survivorId": str(survivor_id), "restoredLeadId": str(merged_id)}
     record_activities(
@@ -246,7 +247,7 @@ def _restore_changed(conn: Connection, changed: dict[str, list[dict[str, Any]]],
         conn.execute(
             update(lead_consents)
             .where(lead_consents.c.id == uuid.UUID(row["id"]), lead_consents.c.status == "revoked")
-            .values(status=row["status"], source=row["source"], updated_at=func.now())
+            .values(status=row["status"], source=row["source"], updated_at=sql_now())
         )
     for row in changed.get("conversations.contact_key", []):
         conn.execute(
@@ -269,7 +270,7 @@ def _restore_changed(conn: Connection, changed: dict[str, list[dict[str, Any]]],
                 tasks.c.status == "cancelled",
                 tasks.c.cancelled_at == datetime.fromisoformat(row["cancelledAt"]),
             )
-            .values(status=row["status"], cancelled_at=None, updated_at=func.now())
+            .values(status=row["status"], cancelled_at=None, updated_at=sql_now())
         )
 
 def _typed_lead_values(values: dict[str, Any]) -> dict[str, Any]:

@@ -62,6 +62,7 @@ from leadcrm.leads.tables import (
     lead_pseudonyms,
     leads,
 )
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
 from leadcrm.platform.events import DomainEvent
@@ -166,7 +167,7 @@ def merge_leads(uow: UnitOfWork, actor: Actor, survivor_id: uuid.UUID, merged_id
         conn.execute(
             update(leads)
             .where(leads.c.id == survivor_id, leads.c.organization_id == org)
-            .values(**filled, updated_at=func.now())
+            .values(**filled, updated_at=sql_now())
         )
     conn.execute(delete(leads).where(leads.c.id == merged_id, leads.c.organization_id == org))
     snapshot = {

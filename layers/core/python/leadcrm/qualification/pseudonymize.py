@@ -55,6 +55,7 @@ from leadcrm.leads.tables import (
     lead_touches,
     leads,
 )
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import AppError, Conflict
 from leadcrm.platform.events import DomainEvent
@@ -109,9 +110,9 @@ def _scrub_tasks(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUI
     conn.execute(
         update(tasks)
         .where(*scope, tasks.c.status.in_(("pending", "in_progress")))
-        .values(status="cancelled", cancelled_at=func.now())
+        .values(status="cancelled", cancelled_at=sql_now())
     )
-    conn.execute(update(tasks).where(*scope).values(title=NEUTRAL_TASK_TITLE, description=None, updated_at=func.now()))
+    conn.execute(update(tasks).where(*scope).values(title=NEUTRAL_TASK_TITLE, description=None, updated_at=sql_now()))
 
 
 def _delete_enrichments(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
@@ -146,7 +147,7 @@ def _scrub_conversations(conn: Connection, organization_id: uuid.UUID, lead_id: 
     conn.execute(
         update(conversations)
         .where(conversations.c.organization_id == organization_id, conversations.c.lead_id == lead_id)
-        .values(subject=None, updated_at=func.now())
+        .values(subject=None, updated_at=sql_now())
     )
 
 
@@ -236,8 +237,8 @@ def pseudonymize_lead(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID) -> dict
             next_action_type=None,
             next_action_note=None,
             qualification_criteria=_without_evidence(lead_id, conn),
-            archived_at=func.coalesce(leads.c.archived_at, func.now()),
-            updated_at=func.now(),
+            archived_at=func.coalesce(leads.c.archived_at, sql_now()),
+            updated_at=sql_now(),
         )
         .returning(leads.c.updated_at)
     ).one()

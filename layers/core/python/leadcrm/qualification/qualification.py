@@ -18,7 +18,6 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Boolean, Connection, DateTime, Uuid, case, func, insert, null, select, update
@@ -27,6 +26,8 @@ from leadcrm.directory.rules import Actor
 from leadcrm.leads.activity import record_activities, record_activity
 from leadcrm.leads.moves import id_list, lock_lead
 from leadcrm.leads.tables import leads
+from leadcrm.platform import clock
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
@@ -237,14 +238,14 @@ def update_criteria(
             row["qualification_criteria"] or {},
             changes,
             actor=str(actor.user_id) if actor.user_id else None,
-            at=datetime.now(UTC).isoformat(),
+            at=clock.now().isoformat(),
         )
     except QualificationRefused as refused:
         raise refusal_error(refused.refusal) from None
     conn.execute(
         update(leads)
         .where(leads.c.id == lead_id, leads.c.organization_id == actor.organization_id)
-        .values(qualification_criteria=criteria, updated_at=func.now())
+        .values(qualification_criteria=criteria, updated_at=sql_now())
     )
     summary = {criterion.value: status.value for criterion, (status, _) in changes.items()}
     record_activity(
@@ -278,7 +279,7 @@ def transition(
         nurture_days=model_nurture_days,
     )
     try:
-        planned = plan_transition(facts, action, now=datetime.now(UTC), reason=reason, nurture_days=nurture_days)
+        planned = plan_transition(facts, action, now=clock.now(), reason=reason, nurture_days=nurture_days)
     except QualificationRefused as refused:
         raise refusal_error(refused.refusal) from None
     if action is QualificationAction.QUALIFY and has_unresolved_duplicates(conn, org, lead_id):
@@ -292,10 +293,10 @@ def transition(
         .values(
             qualification_state=planned.to_state.value,
             qualification_reason=planned.reason.value if planned.reason else None,
-            qualification_changed_at=func.now(),
+            qualification_changed_at=sql_now(),
             reevaluate_at=planned.reevaluate_at,
             nurture_score=planned.nurture_score,
-            updated_at=func.now(),
+            updated_at=sql_now(),
         )
     )
     payload = {
@@ -353,7 +354,7 @@ def _reevaluate_batch(batch: int) -> tuple[int, int]:
         due = conn.execute(
             select(leads.c.id, leads.c.organization_id)
             .where(
-                leads.c.qualification_state == QualificationState.NURTURING.value, leads.c.reevaluate_at <= func.now()
+                leads.c.qualification_state == QualificationState.NURTURING.value, leads.c.reevaluate_at <= sql_now()
             )
             .order_by(leads.c.reevaluate_at)
             .limit(batch)
@@ -363,7 +364,7 @@ def _reevaluate_batch(batch: int) -> tuple[int, int]:
         for lead_id, organization_id in due:
             by_org.setdefault(organization_id, []).append(lead_id)
         back = 0
-        now = datetime.now(UTC)
+        now = clock.now()
         activities: list[dict[str, Any]] = []
         outcomes: list[dict[str, Any]] = []
         for organization_id, lead_ids in by_org.items():
@@ -436,7 +437,7 @@ def _write_reevaluations(conn: Connection, outcomes: list[dict[str, Any]]) -> No
             qualification_state=case(
                 (source.c.back, QualificationState.SCORED.value), else_=leads.c.qualification_state
             ),
-            qualification_changed_at=case((source.c.back, func.now()), else_=leads.c.qualification_changed_at),
+            qualification_changed_at=case((source.c.back, sql_now()), else_=leads.c.qualification_changed_at),
             nurture_score=case((source.c.back, null()), else_=leads.c.nurture_score),
         )
     )

@@ -42,6 +42,7 @@ from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.moves import id_list
 from leadcrm.leads.tables import lead_activity_events, leads
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.transactions import transaction
 from leadcrm.platform.errors import BadRequest
@@ -171,7 +172,7 @@ def create_model(
     conn.execute(
         update(scoring_models)
         .where(scoring_models.c.organization_id == actor.organization_id, scoring_models.c.rescored_at.is_(None))
-        .values(rescored_at=func.now())
+        .values(rescored_at=sql_now())
     )
     row = conn.execute(
         insert(scoring_models)
@@ -299,9 +300,9 @@ def write_scores(
         .values(
             score=source.c.score,
             score_model_version=source.c.version,
-            scored_at=func.now(),
+            scored_at=sql_now(),
             qualification_state=func.coalesce(leads.c.qualification_state, QualificationState.SCORED.value),
-            qualification_changed_at=case((first_time, func.now()), else_=leads.c.qualification_changed_at),
+            qualification_changed_at=case((first_time, sql_now()), else_=leads.c.qualification_changed_at),
         )
         .returning(leads.c.id, leads.c.score, leads.c.score_model_version, leads.c.qualification_state)
     ).mappings()
@@ -369,7 +370,7 @@ def _rescore_batch(batch: int) -> tuple[int, bool] | None:
             .where(scoring_models.c.id == pending.id)
             .values(
                 rescore_after_lead_id=lead_ids[-1] if lead_ids else pending.rescore_after_lead_id,
-                rescored_at=func.now() if done else None,
+                rescored_at=sql_now() if done else None,
             )
         )
     return written, done

@@ -18,7 +18,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.leads.tables import leads  # noqa: F401  (the foreign keys below name it)
-from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column
+from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, stamp_column
 
 ENRICHMENT_CATEGORIES = ("firmographic", "demographic", "behavioral")
 
@@ -79,7 +79,7 @@ lead_merges = Table(
     Column("original_survivor_id", Uuid, nullable=False),
     Column("merged_lead_id", Uuid, nullable=False),
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
-    Column("merged_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
+    stamp_column("merged_at"),
     # {"table": {"column": ..., "pk": [...], "rows": [[pk values], ...]}}: the rows the merge moved, ids only.
     Column("moved", JSONB, nullable=False),
     # The survivor's own rows per table before the merge (ids only): an undo reports what arrived since.

@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.directory.tables import organizations
 from leadcrm.platform import mail_keys
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import uuid7
@@ -169,7 +170,7 @@ def update_settings(conn: Connection, organization_id: uuid.UUID, changes: dict[
         conn.execute(
             update(ticket_settings)
             .where(ticket_settings.c.organization_id == organization_id)
-            .values(**values, updated_at=func.now())
+            .values(**values, updated_at=sql_now())
         )
     if "holidays" in changes:
         _replace_holidays(conn, organization_id, changes["holidays"])
@@ -236,7 +237,7 @@ def _upsert_policies(conn: Connection, organization_id: uuid.UUID, policies: lis
             set_={
                 "first_response_minutes": statement.excluded.first_response_minutes,
                 "resolution_minutes": statement.excluded.resolution_minutes,
-                "updated_at": func.now(),
+                "updated_at": sql_now(),
             },
         )
     )
@@ -320,10 +321,10 @@ def update_queue(
     if "name" in values and _name_taken(conn, organization_id, values["name"], queue_id):
         raise _queue_name_conflict()
     if "archived" in values:
-        values["archived_at"] = func.now() if values.pop("archived") else None
+        values["archived_at"] = sql_now() if values.pop("archived") else None
     if values:
         conn.execute(
-            update(ticket_queues).where(ticket_queues.c.id == queue_id).values(**values, updated_at=func.now())
+            update(ticket_queues).where(ticket_queues.c.id == queue_id).values(**values, updated_at=sql_now())
         )
     return read_queue(conn, organization_id, queue_id)
 
@@ -445,7 +446,7 @@ def update_rule(
         conn.execute(
             update(ticket_routing_rules)
             .where(ticket_routing_rules.c.id == rule_id)
-            .values(**values, updated_at=func.now())
+            .values(**values, updated_at=sql_now())
         )
     return read_rule(conn, organization_id, rule_id)
 
@@ -476,6 +477,6 @@ def reorder_rules(conn: Connection, organization_id: uuid.UUID, rule_ids: list[u
     conn.execute(  # one statement for the whole order
         update(ticket_routing_rules)
         .where(ticket_routing_rules.c.id == order.c.id)
-        .values(position=order.c.position, updated_at=func.now())
+        .values(position=order.c.position, updated_at=sql_now())
     )
     return list_rules(conn, organization_id)

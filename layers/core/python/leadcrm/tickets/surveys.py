@@ -7,12 +7,12 @@ changes nothing.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, select, update
 
 from leadcrm.directory.tables import organizations
+from leadcrm.platform import clock
 from leadcrm.platform.errors import Conflict, NotFound
 from leadcrm.tickets.sweep import token_digest
 from leadcrm.tickets.tables import ticket_surveys, tickets
@@ -60,7 +60,7 @@ def answer_survey(conn: Connection, token: str, rating: int, comment: str | None
     answered = conn.execute(
         update(ticket_surveys)
         .where(ticket_surveys.c.id == survey["id"], ticket_surveys.c.answered_at.is_(None))
-        .values(rating=rating, comment=comment, answered_at=datetime.now(UTC))
+        .values(rating=rating, comment=comment, answered_at=clock.now())
         .returning(ticket_surveys.c.id)
     ).first()
     if answered is None:  # answered before, or by a concurrent request that committed first

@@ -30,7 +30,9 @@ from typing import Any
 from sqlalchemy import Text, Uuid, case, func, select, update
 
 from leadcrm.directory.tables import organizations
+from leadcrm.platform import clock
 from leadcrm.platform.adapters import ses
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import DomainEvent
@@ -61,7 +63,7 @@ def token_digest(token: str) -> str:
 
 def run_ticket_sweep(now: datetime | None = None, *, send: Sender | None = None) -> dict[str, int]:
     """The scheduled job; `now` and `send` are for tests. Counts only."""
-    now = (now or datetime.now(UTC)).astimezone(UTC)
+    now = (now or clock.now()).astimezone(UTC)
     with UnitOfWork() as uow:
         stats = {
             "escalated": _escalate(uow, now),
@@ -364,7 +366,7 @@ def _record_outcomes(outcomes: list[dict[str, Any]], now: datetime) -> None:
                 status=source.c.status,
                 error=source.c.error,
                 provider_message_id=source.c.provider_message_id,
-                sent_at=case((source.c.status == "sent", func.now())),
+                sent_at=case((source.c.status == "sent", sql_now())),
             )
         )
         record_events(

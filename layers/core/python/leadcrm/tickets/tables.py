@@ -20,7 +20,15 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
-from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, updated_at_column
+from leadcrm.platform.db.columns import (
+    created_at_column,
+    id_column,
+    metadata,
+    one_of,
+    org_column,
+    stamp_column,
+    updated_at_column,
+)
 
 TICKET_STATUSES = (
     "new",
@@ -236,7 +244,7 @@ ticket_events = Table(
     Column("to_status", Text),
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
     Column("payload", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-    Column("occurred_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    stamp_column("occurred_at"),
     Index("ix_ticket_events_ticket", "organization_id", "ticket_id", "occurred_at", "id"),
 )
 

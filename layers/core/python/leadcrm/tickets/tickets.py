@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import Connection, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
+from leadcrm.platform import clock
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import NotFound
 from leadcrm.platform.events import DomainEvent
@@ -53,7 +54,7 @@ def ticket_not_found() -> NotFound:
 
 
 def now_or_clock(now: datetime | None) -> datetime:
-    return (now or datetime.now(UTC)).astimezone(UTC)
+    return (now or clock.now()).astimezone(UTC)
 
 
 # -- history -------------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Date, Executable, cast, func, insert, literal
 
 from leadcrm.directory.rules import MembershipStatus, Role
 from leadcrm.directory.tables import memberships, organizations
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.ids import uuid7
 from leadcrm.work.follow_ups import with_intake_seed
 from leadcrm.work.tables import tasks
@@ -43,7 +44,7 @@ def create_contact_task(conn: Connection, organization_id: uuid.UUID, lead_id: u
 def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: str) -> Executable:
     """One INSERT … SELECT: the owner (oldest active owner membership) and tomorrow in the organization's
     timezone are found by the same statement that writes the task, so no owner means no row."""
-    tomorrow_there = cast(func.timezone(organizations.c.timezone, func.now()), Date) + 1
+    tomorrow_there = cast(func.timezone(organizations.c.timezone, sql_now()), Date) + 1
     owner_and_due_date = (
         select(
             literal(uuid7()),

@@ -26,16 +26,18 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.directory.rules import LEAD_MANAGEMENT, STAFF_ROLES, MembershipStatus, enabled_features
 from leadcrm.directory.tables import memberships, organizations, users
+from leadcrm.platform import clock
 from leadcrm.platform.adapters import ses
 from leadcrm.platform.adapters.aws import error_code
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.ids import uuid7
 from leadcrm.work.rules.attention import UrgentCounts, counts_leads
@@ -65,7 +67,7 @@ class Claimed:
 
 def run_daily_digest(now: datetime | None = None, *, send: Sender | None = None) -> dict[str, int]:
     """The scheduled job; `now` and `send` are for tests. Returns what it did (counts only)."""
-    now = now or datetime.now(UTC)
+    now = now or clock.now()
     send = send or ses.send_email
     stats = {"organizations": 0, "sent": 0, "failed": 0}
     budget = MAX_MAILS_PER_RUN
@@ -206,7 +208,7 @@ def _record_outcomes(outcomes: list[dict[str, Any]]) -> None:
                     status=outcome["status"],
                     provider_message_id=outcome.get("provider_message_id"),
                     error=outcome.get("error"),
-                    sent_at=func.now() if sent else None,
+                    sent_at=sql_now() if sent else None,
                 )
             )
         uow.commit()

@@ -24,10 +24,10 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from datetime import tzinfo
 from typing import Any
 
-from sqlalchemy import Connection, Executable, Insert, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, Executable, Insert, and_, insert, or_, select, update
 
 from leadcrm.directory.rules import Actor, system_actor
 from leadcrm.directory.tables import organizations
@@ -36,6 +36,8 @@ from leadcrm.leads.moves import lock_lead
 from leadcrm.leads.rules.intake import MAX_TASK_TITLE_LENGTH
 from leadcrm.leads.tables import leads
 from leadcrm.pipelines.rules.statuses import StageCategory, is_open
+from leadcrm.platform import clock
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import NotFound
 from leadcrm.platform.ids import parse_uuid, uuid7
 from leadcrm.work.rules.follow_ups import (
@@ -215,7 +217,7 @@ def _write_lead_follow_up(
             next_action_at=follow_up.at if follow_up else None,
             next_action_type=follow_up.type if follow_up else None,
             next_action_note=follow_up.note if follow_up else None,
-            updated_at=func.now(),
+            updated_at=sql_now(),
         )
     )
     if follow_up is None:
@@ -229,7 +231,7 @@ def _write_lead_follow_up(
 def _close_task(conn: Connection, task_id: uuid.UUID, status: str) -> None:
     stamp = "completed_at" if status == "completed" else "cancelled_at"
     conn.execute(
-        update(tasks).where(tasks.c.id == task_id).values(status=status, updated_at=func.now(), **{stamp: func.now()})
+        update(tasks).where(tasks.c.id == task_id).values(status=status, updated_at=sql_now(), **{stamp: sql_now()})
     )
 
 
@@ -259,7 +261,7 @@ def _place_task(
     """Moves the lead's open contact task onto the follow-up, or creates it; the task's id."""
     due = task_due_for(follow_up.at, state.zone)
     if task is not None:
-        values: dict[str, Any] = {"due_date": due.due_date, "due_time": due.due_time, "updated_at": func.now()}
+        values: dict[str, Any] = {"due_date": due.due_date, "due_time": due.due_time, "updated_at": sql_now()}
         for name in ("title", "description", "priority", "assignee_user_id"):
             if getattr(fields, name) is not None:
                 values[name] = getattr(fields, name)
@@ -400,7 +402,7 @@ def create_linked_contact_task(
     if state is None:
         raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
     if due.due_date is None:  # no date: the contact is due today, org-local
-        due = TaskDue(datetime.now(state.zone).date(), due.due_time)
+        due = TaskDue(clock.now().astimezone(state.zone).date(), due.due_time)
     at = follow_up_at_for_due(due, state.zone, None)
     follow_up = FollowUp(at=at, type=SEED_TYPE, note=(fields.title or "")[:255] or None)
     task = lock_open_contact_task(conn, state.organization_id, lead_id)

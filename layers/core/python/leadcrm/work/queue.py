@@ -39,6 +39,7 @@ from sqlalchemy import (
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.tables import INBOUND_UNANSWERED_SQL, QUEUE_SCOPE_SQL, REAL_FOLLOW_UP_SQL, UNTOUCHED_NEW_SQL, leads
+from leadcrm.platform import clock
 from leadcrm.platform.assignee import Assignee
 from leadcrm.platform.db.filters import assignee_condition
 from leadcrm.platform.errors import BadRequest
@@ -387,7 +388,7 @@ _FACT_FIELDS = tuple(LeadFacts.__dataclass_fields__)
 
 
 def queue_page(conn: Connection, actor: Actor, filters: QueueFilters, *, now: datetime | None = None) -> QueuePage:
-    window = attention_window(conn, actor.organization_id, now or datetime.now(UTC))
+    window = attention_window(conn, actor.organization_id, now or clock.now())
     rows = conn.execute(build_queue_query(actor, filters, window)).mappings().all()
     page = rows[: filters.limit]
     items = []

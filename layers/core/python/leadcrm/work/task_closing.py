@@ -29,12 +29,13 @@ from datetime import datetime
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from sqlalchemy import Connection, exists, func, select, update
+from sqlalchemy import Connection, exists, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import DBAPIError
 
 from leadcrm.leads.moves import lock_lead
 from leadcrm.leads.tables import lead_activity_events
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import NotFound
 from leadcrm.platform.failures import classify, sqlstate
 from leadcrm.platform.ids import uuid7
@@ -111,7 +112,7 @@ def close_open_tasks(
                 tasks.c.deleted_at.is_(None),
                 tasks.c.created_at <= occurred_at,
             )
-            .values(status="cancelled", cancelled_at=func.now(), updated_at=func.now())
+            .values(status="cancelled", cancelled_at=sql_now(), updated_at=sql_now())
             .returning(tasks.c.id)
         ).scalars()
     )

@@ -26,6 +26,7 @@ from leadcrm.directory.tables import organizations
 from leadcrm.leads.tables import leads
 from leadcrm.platform.assignee import Assignee
 from leadcrm.platform.db.filters import assignee_condition
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
@@ -248,7 +249,7 @@ def update_task(uow: UnitOfWork, actor: Actor, task_id: uuid.UUID, change: TaskC
                 )
             follow_ups.reschedule_task(conn, actor, task, state, due)
     if values:
-        conn.execute(update(tasks).where(tasks.c.id == task_id).values(**values, updated_at=func.now()))
+        conn.execute(update(tasks).where(tasks.c.id == task_id).values(**values, updated_at=sql_now()))
     return read_task(conn, actor.organization_id, task_id)
 
 
@@ -288,7 +289,7 @@ def create_system_tasks(conn: Connection, new_tasks: list[dict[str, Any]]) -> in
         return 0
     assert all(t["type"] != TaskType.CONTACT_LEAD for t in new_tasks)
     source = recordset("system_tasks", "system_tasks", new_tasks, _SYSTEM_TASK_COLUMNS)
-    today_there = cast(func.timezone(organizations.c.timezone, func.now()), Date)
+    today_there = cast(func.timezone(organizations.c.timezone, sql_now()), Date)
     rows = select(*(source.c[n] for n in _SYSTEM_TASK_COLUMNS), today_there).select_from(
         source.join(organizations, organizations.c.id == source.c.organization_id)
     )

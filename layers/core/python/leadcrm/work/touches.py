@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, func, literal, select, update
+from sqlalchemy import case, literal, select, update
 
 from leadcrm.conversations import consent
 from leadcrm.directory.rules import Actor
@@ -34,6 +34,7 @@ from leadcrm.leads.activity import record_activity
 from leadcrm.leads.messages import ScoringInputsChanged
 from leadcrm.leads.moves import LeadUpdate, update_lead
 from leadcrm.leads.tables import LEAD_COLUMNS, leads
+from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.messagebus import handle
@@ -119,16 +120,16 @@ def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -
 
 
 def _stamp(conn: Any, actor: Actor, lead_id: uuid.UUID, touch: Touch, human: bool) -> dict[str, Any]:
-    values: dict[str, Any] = {"last_contact_attempt_at": func.now(), "updated_at": func.now()}
+    values: dict[str, Any] = {"last_contact_attempt_at": sql_now(), "updated_at": sql_now()}
     if human:
-        values["last_contacted_at"] = func.now()
+        values["last_contacted_at"] = sql_now()
         values["consecutive_no_answer_count"] = 0
     elif touch.outcome is CallOutcome.NO_ANSWER:
         values["consecutive_no_answer_count"] = leads.c.consecutive_no_answer_count + 1
     if actor.user_id is not None:
         # The first staff touch is the first human response; a later one never moves it.
         values["first_human_response_at"] = case(
-            (leads.c.first_human_response_at.is_(None), func.now()), else_=leads.c.first_human_response_at
+            (leads.c.first_human_response_at.is_(None), sql_now()), else_=leads.c.first_human_response_at
         )
     if touch.trial_date is not None:
         values["trial_date"] = literal(touch.trial_date, leads.c.trial_date.type)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import Connection, Select, and_, exists, func, literal, select, text, union
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -22,6 +22,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from leadcrm.directory.rules import Actor, Role
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.tables import INBOUND_UNANSWERED_SQL, QUEUE_SCOPE_SQL, REAL_FOLLOW_UP_SQL, UNTOUCHED_NEW_SQL, leads
+from leadcrm.platform import clock
+from leadcrm.platform.db.now import sql_now
 from leadcrm.work.auto_tasks import CONTACT_LEAD_TASK
 from leadcrm.work.rules.attention import (
     OrgDay,
@@ -152,7 +154,7 @@ def _view(conn: Connection, actor: Actor, now: datetime) -> tuple[PromptView, Or
 
 def prompt_view(conn: Connection, actor: Actor, *, now: datetime | None = None) -> PromptView:
     """GET …/urgent-prompt: the counts and whether to show the dialog now."""
-    return _view(conn, actor, now or datetime.now(UTC))[0]
+    return _view(conn, actor, now or clock.now())[0]
 
 
 def _upsert_state(conn: Connection, actor: Actor, **values: object) -> None:
@@ -162,7 +164,7 @@ def _upsert_state(conn: Connection, actor: Actor, **values: object) -> None:
     conn.execute(
         statement.on_conflict_do_update(
             index_elements=[staff_prompt_states.c.organization_id, staff_prompt_states.c.user_id],
-            set_={**values, "updated_at": func.now()},
+            set_={**values, "updated_at": sql_now()},
         )
     )
 
@@ -170,7 +172,7 @@ def _upsert_state(conn: Connection, actor: Actor, **values: object) -> None:
 def mark_seen(conn: Connection, actor: Actor, *, now: datetime | None = None) -> PromptView:
     """POST …/urgent-prompt/seen: the prompt was shown today (organization-local). With nothing to show,
     or for a member, nothing is stored."""
-    now = now or datetime.now(UTC)
+    now = now or clock.now()
     view, day, _ = _view(conn, actor, now)
     if not sees_prompt(actor.role) or view.counts.total == 0:
         return view
@@ -187,7 +189,7 @@ def mark_seen(conn: Connection, actor: Actor, *, now: datetime | None = None) ->
 def snooze(conn: Connection, actor: Actor, until: SnoozeUntil, *, now: datetime | None = None) -> PromptView:
     """POST …/urgent-prompt/snooze: hidden until then, and shown again once the snooze lapses (the day's
     "seen" is cleared). A member has no prompt: nothing is stored."""
-    now = now or datetime.now(UTC)
+    now = now or clock.now()
     if not sees_prompt(actor.role):
         return _view(conn, actor, now)[0]
     timezone, _ = _timezone_and_state(conn, actor)

@@ -14,10 +14,15 @@ from typing import Any
 from leadcrm.platform.errors import BadRequest
 
 
-class Channel(StrEnum):
+class MessageChannel(StrEnum):
     EMAIL = "email"
     SMS = "sms"
     WHATSAPP = "whatsapp"
+
+
+# The name the conversations code uses; the class's own name is the one the API document shows (a ticket's
+# channel is another vocabulary, leadcrm.tickets.rules.routing.TicketChannel).
+Channel = MessageChannel
 
 
 class ConversationStatus(StrEnum):

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from leadcrm.platform import clock
 from leadcrm.platform.adapters.aws import client
 
 UPLOAD_EXPIRES_SECONDS = 900
@@ -29,7 +30,8 @@ def presigned_upload(key: str) -> tuple[str, datetime]:
         ExpiresIn=UPLOAD_EXPIRES_SECONDS,
         HttpMethod="PUT",
     )
-    return str(url), datetime.now(UTC) + timedelta(seconds=UPLOAD_EXPIRES_SECONDS)
+    # S3 checks the signature against the real time, so the expiry it keeps is the real one (not the clock's).
+    return str(url), clock.real_now() + timedelta(seconds=UPLOAD_EXPIRES_SECONDS)
 
 
 def uploaded_size(key: str) -> int | None:

@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from email.headerregistry import Address
 from email.message import EmailMessage
-from email.utils import formataddr, formatdate, parseaddr
+from email.utils import format_datetime, formataddr, parseaddr
 from typing import Any
 
+from leadcrm.platform import clock
 from leadcrm.platform.adapters.aws import client
 
 DEFAULT_MAIL_FROM = "LeadCRM <no-reply@mail.leadcrm.local>"
@@ -94,7 +95,7 @@ def build_mime(mail: OutboundMail) -> bytes:
     message["From"] = formataddr((mail.sender_name or name, address)) if (mail.sender_name or name) else address
     message["To"] = Address(addr_spec=mail.to_address)
     message["Subject"] = mail.subject
-    message["Date"] = formatdate(localtime=False)
+    message["Date"] = format_datetime(clock.now())  # the clock's day, as every stamp
     if mail.reply_to:
         message["Reply-To"] = mail.reply_to
     for header, value in mail.headers.items():

@@ -15,10 +15,9 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
-from leadcrm.platform import json_limits
+from leadcrm.platform import clock, json_limits
 
 BUCKET_VARIABLE = "WEBHOOK_BODIES_BUCKET"
 PREFIX = "webhooks/"
@@ -36,7 +35,7 @@ class NoBucket(RuntimeError):
 def queue_message(kind: str, payload: Any, raw: bytes, *, received_at: str | None = None) -> tuple[str, bool]:
     """The queue message for one webhook delivery, and whether its body was stored: the payload inline when
     the message fits, else a reference to `raw` (the signed bytes, as Meta sent them) stored in the bucket."""
-    received_at = received_at or datetime.now(UTC).isoformat()
+    received_at = received_at or clock.now().isoformat()
     message = json.dumps({"kind": kind, "receivedAt": received_at, "payload": payload})
     if len(message.encode()) <= MAX_INLINE_MESSAGE_BYTES:
         return message, False

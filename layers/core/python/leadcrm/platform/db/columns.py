@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from sqlalchemy import Column, DateTime, ForeignKey, MetaData, Uuid, func
 
+from leadcrm.platform.db.now import clock_default
+
 metadata = MetaData(
     naming_convention={
         "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -26,12 +28,18 @@ def org_column() -> Column:
     return Column("organization_id", Uuid, ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False)
 
 
+def stamp_column(name: str) -> Column:
+    """An instant a row is written with: the clock's (`default`), so the local stack's clock moves it too;
+    the database's `now()` stays as the fallback of rows written by hand (server_default)."""
+    return Column(name, DateTime(timezone=True), nullable=False, server_default=func.now(), default=clock_default())
+
+
 def created_at_column() -> Column:
-    return Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+    return stamp_column("created_at")
 
 
 def updated_at_column() -> Column:
-    return Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now())
+    return stamp_column("updated_at")
 
 
 def one_of(column: str, values: tuple[str, ...]) -> str:

@@ -16,12 +16,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 
-class Channel(StrEnum):
+class TicketChannel(StrEnum):
     EMAIL = "email"
     PORTAL = "portal"
     PHONE = "phone"
     CHAT = "chat"
     API = "api"
+
+
+# The name the tickets code uses; the class's own name is the one the API document shows (a conversation's
+# channel is another vocabulary, leadcrm.conversations.rules.messages.MessageChannel).
+Channel = TicketChannel
 
 
 class Priority(StrEnum):
