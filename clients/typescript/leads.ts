@@ -7,10 +7,13 @@ import createClient from "openapi-fetch";
 import type { components, paths } from "./api";
 
 type ApiError = components["schemas"]["Error"];
+// API Gateway's own 401 (`{"message": "Unauthorized"}`), answered before the API runs.
+type GatewayUnauthorized = components["schemas"]["GatewayUnauthorized"];
+type Refusal = ApiError | GatewayUnauthorized;
 type Lead = components["schemas"]["Lead"];
 type LeadListItem = components["schemas"]["LeadListItem"];
 
-// Compile-time checks: an error body that stopped being the Error schema (unknown, any, a bare string)
+// Compile-time checks: an error body that stopped being one of these two (unknown, any, a bare string)
 // must fail the build, not slip through as something assignable.
 type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 function assertType<T extends true>(_proof: T): void {}
@@ -22,7 +25,10 @@ export function leadCrm(baseUrl: string, token: string) {
 export type LeadCrm = ReturnType<typeof leadCrm>;
 
 /** What a dashboard shows for a refusal: the stable code decides, the message is for people. */
-export function describeRefusal(status: number, refusal: ApiError): string {
+export function describeRefusal(status: number, refusal: Refusal): string {
+  if (!("error" in refusal)) {
+    return "Your session has ended: sign in again.";
+  }
   switch (refusal.error.code) {
     case "DUPLICATE_LEAD":
       return "This person is already a lead here.";
@@ -39,7 +45,7 @@ export async function createLead(api: LeadCrm, orgId: string, idempotencyKey: st
     body: { name: "Ada Lovelace", email: "ada@example.com", phone: "+44 20 7946 0000" },
   });
   if (error !== undefined) {
-    assertType<Equals<typeof error, ApiError>>(true);
+    assertType<Equals<typeof error, Refusal>>(true);
     return describeRefusal(response.status, error);
   }
   return data.data;

@@ -28,7 +28,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Header, Path, Que
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.schemas import Error
+from api.schemas import Error, Unauthorized
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -45,7 +45,7 @@ _ROLE_CODES = {STAFF: ("STAFF_ONLY",), MANAGER: ("OWNER_OR_ADMIN_ONLY",), MEMBER
 
 STATUS_TEXT = {
     400: "Bad input",
-    401: "No valid bearer token",
+    401: "No valid bearer token (API Gateway answers {\"message\": \"Unauthorized\"} itself; codes are ours)",
     403: "Refused to this caller",
     404: "No such entity in this organization",
     409: "Conflicts with the current state",
@@ -124,7 +124,10 @@ def _error_response(status: int, codes: list[str], declared: OpenAPIResponse | N
     text = STATUS_TEXT.get(status, HTTPStatus(status).phrase)
     if detail and detail not in codes:
         text = f"{text}: {detail}"
-    content = (declared or {}).get("content") or {"application/json": {"model": Error}}
+    # A 401 is mostly API Gateway's own `{"message": "Unauthorized"}` (its JWT authorizer refuses before the
+    # API runs), else ours (a token without the claims the API needs).
+    model = Unauthorized if status == 401 else Error
+    content = (declared or {}).get("content") or {"application/json": {"model": model}}
     response: dict[str, Any] = {
         "description": f"{text}. Codes: {', '.join(codes)}.",
         "content": content,

@@ -8,7 +8,7 @@ from enum import StrEnum
 from types import UnionType
 from typing import Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, EmailStr, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, RootModel, EmailStr, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from api.fields import refuse_nul
@@ -194,3 +194,15 @@ class Error(BaseModel):
     """Every error answer: `{"error": {"code", "message", …}}` (leadcrm.platform.errors)."""
 
     error: ErrorDetail
+
+
+class GatewayUnauthorized(BaseModel):
+    """API Gateway's own 401, before the API runs: its JWT authorizer found no token, or one it does not
+    accept (bad signature, issuer, audience, expired). The body is API Gateway's, not ours."""
+
+    message: str = Field(examples=["Unauthorized"])
+
+
+class Unauthorized(RootModel[Error | GatewayUnauthorized]):
+    """A 401: API Gateway's own body (GatewayUnauthorized), or ours (Error, UNAUTHENTICATED) for a token the
+    gateway accepted without the claims the API needs."""

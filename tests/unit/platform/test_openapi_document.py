@@ -96,7 +96,9 @@ def test_every_json_error_response_lists_its_codes_with_the_one_error_schema(doc
                 continue  # a page for people (the unsubscribe link) carries no code
             codes = response.get("x-error-codes")
             schema = response["content"]["application/json"]["schema"]
-            if schema != {"$ref": "#/components/schemas/Error"}:
+            # a 401 is API Gateway's own body or ours (Unauthorized: either), every other error ours
+            expected = "Unauthorized" if status == "401" else "Error"
+            if schema != {"$ref": f"#/components/schemas/{expected}"}:
                 wrong.append(f"{method.upper()} {path} {status}: schema {schema}")
             if codes is None or not all(CODE.match(code) and code in response["description"] for code in codes):
                 wrong.append(f"{method.upper()} {path} {status}: codes {codes}")
@@ -153,3 +155,11 @@ def test_an_envelope_schema_is_named_after_what_it_carries(document):
     assert {"LeadEnvelope", "LeadListItemPage"} <= set(names)
     # pydantic's own names for a parametrized generic (Envelope_Lead_, ListEnvelope_Tag_) never reach a client
     assert [n for n in names if "_" in n] == []
+
+
+def test_a_401_documents_api_gateways_own_body_beside_ours(document):
+    """API Gateway's JWT authorizer refuses before the API runs, with `{"message": "Unauthorized"}`."""
+    unauthorized = document["components"]["schemas"]["Unauthorized"]
+    assert {"$ref": "#/components/schemas/GatewayUnauthorized"} in unauthorized["anyOf"]
+    assert {"$ref": "#/components/schemas/Error"} in unauthorized["anyOf"]
+    assert document["components"]["schemas"]["GatewayUnauthorized"]["required"] == ["message"]
