@@ -8,7 +8,7 @@ from enum import StrEnum
 from types import UnionType
 from typing import Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, RootModel, EmailStr, Field, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, EmailStr, Field, RootModel, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from api.fields import refuse_nul
