@@ -41,8 +41,8 @@ def valid_request(world: OrgWorld) -> Callable[[str], Req]:
 
 
 @pytest.fixture(autouse=True)
-def _stack(route_stack):
-    """The routes run against what they use (tests/reliability/conftest.py)."""
+def aws(shared_route_stack):
+    """The routes run against what they use (tests/reliability/conftest.py), one moto for the module."""
 
 
 def call_route(key: str, world: OrgWorld, path_ids: dict[str, str], body: Any, query: Any = None) -> ApiResponse:

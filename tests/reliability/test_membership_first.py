@@ -76,6 +76,11 @@ def invalid_requests(key: str) -> dict[str, dict[str, Any]]:
     return variants
 
 
+@pytest.fixture(autouse=True)
+def aws(shared_route_stack):
+    """What the routes use (tests/reliability/conftest.py), one moto for the module."""
+
+
 @pytest.fixture(scope="module")
 def worlds() -> tuple[OrgWorld, OrgWorld, str]:
     loner = make_user()
@@ -166,8 +171,9 @@ def _fixed_requests(key: str, valid: Any) -> list[tuple[dict[str, str], Any, dic
 
 
 @pytest.mark.parametrize("key", ORGANIZATION_ROUTES)
-def test_a_caller_the_gate_refuses_never_learns_the_routes_own_rules(key, worlds, document_schema, route_stack):
-    """route_stack: what an accepted request uses (an owner's generated request may well be accepted)."""
+def test_a_caller_the_gate_refuses_never_learns_the_routes_own_rules(key, worlds, document_schema):
+    """The module's moto (`aws`): what an accepted request uses (an owner's generated request may well be
+    accepted)."""
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
