@@ -19,6 +19,7 @@ import random
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -98,9 +99,10 @@ def _under_load(make_call: Callable[[Client, int], tuple[int, Any]], base_url: s
 def measure_api_load(database_url: str, org: BigOrg, log: Callable[[str], None] = print) -> dict[str, Any]:
     with local_stack(database_url) as base_url:
         anonymous = Client(base_url)
-        status, joined = anonymous.request(
-            "POST", "/_local/users", {"organizationId": str(org.id), "role": "owner", "email": "bench-load@example.com"}
-        )
+        # a new load user each run: a reused seed already holds the last run's (one account per email)
+        email = f"bench-load+{uuid.uuid4().hex[:12]}@example.com"
+        load_user = {"organizationId": str(org.id), "role": "owner", "email": email}
+        status, joined = anonymous.request("POST", "/_local/users", load_user)
         assert status == 201, joined
         big_token = joined["data"]["token"]
         status, scratch = anonymous.request("POST", "/_local/orgs", {"name": "Bench load"})

@@ -271,11 +271,11 @@ class LocalStack:
         return _json(201, {"data": {"organizationId": organization_id, "name": name, "users": users}})
 
     def create_local_user(self, data: dict[str, Any]) -> Reply:
-        from sqlalchemy import select
+        from sqlalchemy import func, select
 
         from leadcrm.directory.provisioning import add_membership, create_user
         from leadcrm.directory.rules import Role
-        from leadcrm.directory.tables import organizations
+        from leadcrm.directory.tables import organizations, users
         from leadcrm.platform.db.engine import get_engine
         from leadcrm.platform.ids import parse_uuid
 
@@ -294,12 +294,18 @@ class LocalStack:
             organization_id = parse_uuid(str(data["organizationId"]))
         subject = str(uuid.uuid4())
         email = data.get("email") or f"user+{subject[:8]}@demo.leadcrm.local"
+        if not isinstance(email, str) or "@" not in email or "\x00" in email or len(email) > 254:
+            return _error(400, "VALIDATION_FAILED", "email must be an address of at most 254 characters.")
         with get_engine().begin() as conn:
             if data.get("organizationId") is not None and (
                 organization_id is None
                 or conn.execute(select(organizations.c.id).where(organizations.c.id == organization_id)).first() is None
             ):
                 return _error(404, "ORGANIZATION_NOT_FOUND", "No such organization.")
+            # one account per email, any case (uq_users_account_lower_email): a second is a 409, not a 500
+            taken = select(users.c.id).where(users.c.kind == "account", func.lower(users.c.email) == email.lower())
+            if conn.execute(taken).first() is not None:
+                return _error(409, "EMAIL_IN_USE", "A user with this email exists: sign in as them (/_local/tokens).")
             user_id = create_user(
                 conn,
                 auth_subject=subject,

@@ -170,3 +170,16 @@ def test_the_meta_handshake_echoes_the_challenge(local_stack: LocalStackClient) 
     )
 
     assert (reply.status, reply.body) == (200, b"31337")
+
+
+def test_a_second_local_user_with_an_email_in_use_is_a_409_not_a_500(local_stack: LocalStackClient) -> None:
+    email = f"twice+{uuid.uuid4().hex[:8]}@example.com"
+    first = local_stack.request("POST", "/_local/users", json_body={"email": email})
+    again = local_stack.request("POST", "/_local/users", json_body={"email": email.upper()})
+    assert first.status == 201
+    assert (again.status, again.json()["error"]["code"]) == (409, "EMAIL_IN_USE")
+
+
+def test_a_local_user_email_that_is_no_address_is_a_400(local_stack: LocalStackClient) -> None:
+    reply = local_stack.request("POST", "/_local/users", json_body={"email": 42})
+    assert (reply.status, reply.json()["error"]["code"]) == (400, "VALIDATION_FAILED")
