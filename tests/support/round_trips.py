@@ -1,0 +1,49 @@
+"""The SQL round trips each main route may send (issue 22), shared by the test that holds them
+(tests/integration/platform/test_round_trips.py) and `make bench` (bench/statements.py), which prints each
+route's count beside its budget.
+
+A count is every statement the request sends through the product's engine, through `lambda_handler` with an
+API Gateway HTTP API event: the membership check, the writes, and publishing the events after commit.
+The routes the issue names carry its targets; the others carry what they cost when the budgets were set, so
+that none gets slower unnoticed. Lower a budget when a route gets cheaper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RouteBudget:
+    name: str
+    method: str
+    path: str  # under /organizations/{orgId}; {leadId} is a lead made for the call (new, untouched)
+    body: dict[str, Any] | None = None
+    query: dict[str, str] | None = None
+    budget: int = 0
+    status: int = 200
+    public: bool = False  # a path of its own (public capture), called without a token
+
+
+ROUTES: tuple[RouteBudget, ...] = (
+    RouteBudget("staff create", "POST", "/leads", {"name": "Ada Lovelace", "email": "{unique}@example.com"},
+                budget=4, status=201),
+    RouteBudget("public capture", "POST", "/leads/organization/{orgId}",
+                {"name": "Web Lead", "email": "{unique}@example.com"}, budget=4, status=201, public=True),
+    RouteBudget("GET lead", "GET", "/leads/{leadId}", budget=2),
+    RouteBudget("list page", "GET", "/leads", budget=1),
+    RouteBudget("search page", "GET", "/leads", query={"search": "ada"}, budget=1),
+    RouteBudget("stage move", "PATCH", "/leads/{leadId}", {"status": "contacted"}, budget=4),
+    RouteBudget("touch with outcome", "POST", "/leads/{leadId}/touches",
+                {"channel": "call", "outcome": "callback_requested"}, budget=5),
+    RouteBudget("touch, no answer", "POST", "/leads/{leadId}/touches",
+                {"channel": "call", "outcome": "no_answer"}, budget=5),
+    RouteBudget("schedule follow-up", "PUT", "/leads/{leadId}/follow-up",
+                {"at": "2030-01-01T10:00:00Z", "type": "call"}, budget=4),
+    RouteBudget("work queue", "GET", "/leads/queue", budget=3),
+    RouteBudget("urgent prompt", "GET", "/urgent-prompt", budget=3),
+    RouteBudget("task list", "GET", "/tasks", budget=2),
+    RouteBudget("create task", "POST", "/tasks", {"title": "Call back"}, budget=3, status=201),
+    RouteBudget("pipelines", "GET", "/pipelines", budget=3),
+)
