@@ -9,14 +9,14 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.fields import QueryText
-from api.http import caller, entity_id
+from api.http import auth_subject, caller, organization_id
 from api.leads.schemas_lead_reads import LeadDetail, LeadListItem
 from api.operations import Operations
-from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize
 from api.qualification.schemas_qualification import LeadDetailOrRedirect, MergedRedirect
 from api.schemas import ListEnvelope
 from leadcrm.directory.access import require_staff
-from leadcrm.leads.queries import get_lead, list_leads
+from leadcrm.leads.queries import get_lead, get_lead_as_member, list_leads_as_member
 from leadcrm.leads.rules.listing import (
     MAX_STAGE_IDS,
     MAX_TAG_IDS,
@@ -31,8 +31,10 @@ from leadcrm.leads.rules.listing import (
     unique,
 )
 from leadcrm.pipelines.rules.statuses import StageCategory
+from leadcrm.platform.assignee import ME, parse_assignee
 from leadcrm.platform.db.uow import UnitOfWork
-from leadcrm.platform.errors import NotFound
+from leadcrm.platform.errors import BadRequest, NotFound
+from leadcrm.platform.ids import parse_uuid
 from leadcrm.qualification.queries import survivor_of
 
 router = APIGatewayHttpRouter()
@@ -54,18 +56,20 @@ MAX_STATUSES = 2 * len(StageCategory)
 )
 def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
     """A merged lead's id answers with its survivor, and `meta.redirectedFrom` names the id asked for (the
-    tombstone is looked up only when no lead has the id, so a plain read costs nothing more)."""
+    tombstone is looked up only when no lead has the id, so a plain read costs nothing more). The membership
+    check rides in the lead's statement."""
+    subject, org = auth_subject(router), organization_id(orgId)
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
-        try:
-            return LeadDetailOrRedirect(
-                data=LeadDetail.model_validate(get_lead(uow.connection, actor.organization_id, lead_id))
-            )
-        except NotFound:
-            tombstone = survivor_of(uow.connection, actor.organization_id, lead_id)
-            if tombstone is None:
-                raise
+        lead_id = parse_uuid(leadId)
+        if lead_id is None:  # nothing to read: the gates still refuse before the 404
+            require_staff(caller(uow, router, orgId))
+            raise NotFound("Not found.", code="LEAD_NOT_FOUND")
+        actor, lead = get_lead_as_member(uow.connection, subject, org, lead_id, gate=require_staff)
+        if lead is not None:
+            return LeadDetailOrRedirect(data=LeadDetail.model_validate(lead))
+        tombstone = survivor_of(uow.connection, actor.organization_id, lead_id)
+        if tombstone is None:
+            raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
         lead = get_lead(uow.connection, actor.organization_id, tombstone["survivor_id"])
     redirect = MergedRedirect(redirected_from=lead_id, merge_id=tombstone["merge_id"], merged_at=tombstone["merged_at"])
     return LeadDetailOrRedirect(data=LeadDetail.model_validate(lead), meta=redirect)
@@ -76,14 +80,14 @@ def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
     "listLeads",
     "Leads, filtered and sorted, in keyset pages",
     "Filters combine with AND. `status`, `stageIds` and `tags` take several values (comma-separated or "
-        "repeated). `tags` lists leads having ANY of the tags. `stageIds` with `pipelineId` filters on the "
-        "lead's effective stage in that pipeline (its secondary placement's stage, else its primary stage "
-        "when that pipeline is its primary one); without `pipelineId`, on the primary stage. `assignee` is "
-        "`me` (the caller), `unassigned` or a user id. `search` matches name and "
-        "email case-insensitively, and the phone's digits when the term has 3 digits or more, whichever way "
-        "either was written (`+972501234567` finds `050-1234567` and the reverse; national numbers are read in "
-        "the organization's phone region, see `GET …/settings`). `nextCursor` "
-        "is valid only with the sort and order it was issued for.",
+    "repeated). `tags` lists leads having ANY of the tags. `stageIds` with `pipelineId` filters on the "
+    "lead's effective stage in that pipeline (its secondary placement's stage, else its primary stage "
+    "when that pipeline is its primary one); without `pipelineId`, on the primary stage. `assignee` is "
+    "`me` (the caller), `unassigned` or a user id. `search` matches name and "
+    "email case-insensitively, and the phone's digits when the term has 3 digits or more, whichever way "
+    "either was written (`+972501234567` finds `050-1234567` and the reverse; national numbers are read in "
+    "the organization's phone region, see `GET …/settings`). `nextCursor` "
+    "is valid only with the sort and order it was issued for.",
 )
 def index(
     orgId: str,  # the path names it as the API documents it
@@ -101,24 +105,30 @@ def index(
     limit: PageSize = DEFAULT_PAGE_SIZE,
     cursor: CursorParam = None,
 ) -> ListEnvelope[LeadListItem]:
+    subject, org = auth_subject(router), organization_id(orgId)
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
-        filters = LeadListFilters(
-            statuses=tuple(s.value for s in unique(status)),
-            pipeline_id=pipelineId,
-            stage_ids=unique(stageIds),
-            tag_ids=unique(tags),
-            campaign_id=campaignId,
-            archived=archived,
-            assignee=assignee_of(assignee, actor),
-            is_test=isTest,
-            search=parse_search(search),
-            sort=sort,
-            order=order,
-            limit=limit,
-            after=decode_cursor(cursor, sort, order) if cursor is not None else None,
-        )
-        page = list_leads(uow.connection, actor, filters)
+        try:
+            filters = LeadListFilters(
+                statuses=tuple(s.value for s in unique(status)),
+                pipeline_id=pipelineId,
+                stage_ids=unique(stageIds),
+                tag_ids=unique(tags),
+                campaign_id=campaignId,
+                archived=archived,
+                # `me` is the caller, whom the list's own statement reads
+                assignee=None if assignee == ME else parse_assignee(assignee, None),
+                assigned_to_caller=assignee == ME,
+                is_test=isTest,
+                search=parse_search(search),
+                sort=sort,
+                order=order,
+                limit=limit,
+                after=decode_cursor(cursor, sort, order) if cursor is not None else None,
+            )
+        except BadRequest:  # the gates refuse before any rule of the request, as when they were read first
+            require_staff(caller(uow, router, orgId))
+            raise
+        _, page = list_leads_as_member(uow.connection, subject, org, filters, gate=require_staff)
     return ListEnvelope[LeadListItem](
         data=[LeadListItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor
     )

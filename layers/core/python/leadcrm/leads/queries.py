@@ -2,15 +2,17 @@
 
 Both reads cost a fixed number of statements whatever the size of the answer: the list is one statement
 (the page, then the tags of its rows in a correlated aggregate), the detail is two (the lead with its
-placements and tags, then the merged timeline). `build_list_query` is public so the plan test can EXPLAIN
-exactly the statement the list runs.
+placements and tags, then the merged timeline). The routes' variants (`…_as_member`) carry the caller's
+membership check in their first statement (leadcrm.directory.member_reads), so that check costs no round
+trip of its own. `build_list_query` is public so the plan test can EXPLAIN exactly the statement the list
+runs.
 """
 
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import (
     ColumnElement,
@@ -32,6 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 
 from leadcrm.conversations.tables import conversation_messages, conversations
+from leadcrm.directory.member_reads import CALLER, Gate, last_phone_region, member_statement, read_as_member
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import users
 from leadcrm.leads.moves import id_list
@@ -69,6 +72,34 @@ SORT_COLUMNS = {
 class Page:
     items: list[dict[str, Any]]
     next_cursor: str | None
+
+
+class ListReader(Protocol):
+    """Whom a list is read for: an Actor, or (`CallerReader`) the caller a member read resolves in SQL."""
+
+    @property
+    def organization_id(self) -> uuid.UUID: ...
+
+    @property
+    def user_id(self) -> uuid.UUID | ColumnElement[Any] | None: ...  # `assignee=me`
+
+    @property
+    def phone_region(self) -> str | None: ...  # phone search patterns
+
+
+@dataclass(frozen=True)
+class CallerReader:
+    """The caller of a member read: `me` is the membership row's user, and the phone region a guess that
+    `list_leads_as_member` checks against the row."""
+
+    organization_id: uuid.UUID
+    phone_region: str | None
+
+    @property
+    def user_id(self) -> ColumnElement[Any]:
+        # a subquery of its own (run once), not a lateral reference: the page's conditions sit inside a
+        # derived table, where SQLAlchemy would put `caller` into that table's FROM instead
+        return select(CALLER.c.caller_user_id).correlate(None).scalar_subquery()
 
 
 def _json_array(element: ColumnElement, *order_by: ColumnElement) -> ColumnElement:
@@ -239,6 +270,9 @@ _LEAD = _lead_statement()
 _TIMELINE = _timeline_statement()
 
 
+_LEAD_AS_MEMBER = member_statement(_LEAD)
+
+
 def get_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict[str, Any]:
     """The lead, its pipeline memberships (primary first), its tags and its timeline, newest first.
 
@@ -248,6 +282,29 @@ def get_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -
     row = conn.execute(_LEAD, keys).mappings().first()
     if row is None:
         raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
+    return _detail(conn, row, organization_id, lead_id)
+
+
+def get_lead_as_member(
+    conn: Connection, auth_subject: str, organization_id: uuid.UUID, lead_id: uuid.UUID, gate: Gate
+) -> tuple[Actor, dict[str, Any] | None]:
+    """The caller (refused as resolve_actor and `gate` refuse) and the lead as `get_lead` reads it, or None
+    when the organization has no such lead: the membership check and the lead in one statement, the
+    timeline in a second."""
+    read = read_as_member(
+        conn,
+        _LEAD_AS_MEMBER,
+        auth_subject=auth_subject,
+        organization_id=organization_id,
+        gate=gate,
+        params={"lead_id": lead_id},
+    )
+    if not read.rows:
+        return read.actor, None
+    return read.actor, _detail(conn, read.rows[0], organization_id, lead_id)
+
+
+def _detail(conn: Connection, row: Any, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict[str, Any]:
     primary = {
         "pipeline_id": row["pipeline_id"],
         "pipeline_name": row["primary_pipeline_name"],
@@ -276,8 +333,43 @@ def timeline(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -
 
 def list_leads(conn: Connection, actor: Actor, filters: LeadListFilters) -> Page:
     """One page of the organization's leads, in one statement."""
-    rows = conn.execute(build_list_query(actor, filters)).mappings().all()
-    items = [dict(r) for r in rows[: filters.limit]]
+    return _page([dict(r) for r in conn.execute(build_list_query(actor, filters)).mappings()], filters)
+
+
+def list_leads_as_member(
+    conn: Connection, auth_subject: str, organization_id: uuid.UUID, filters: LeadListFilters, gate: Gate
+) -> tuple[Actor, Page]:
+    """The caller (refused as resolve_actor and `gate` refuse) and one page of the list, in one statement.
+
+    A phone search reads national numbers in the organization's region, which the statement reads as it runs:
+    it is built with the region last seen for the organization, and run again for the caller read when that
+    guess would have made other patterns (a first search in this container, a changed setting)."""
+    guess = last_phone_region(organization_id)
+    reader = CallerReader(organization_id=organization_id, phone_region=guess)
+    sort_name = SORT_COLUMNS[filters.sort].name
+    descending = filters.order is SortOrder.DESC
+
+    def page_order(data: Any) -> tuple[ColumnElement[Any], ...]:
+        if descending:
+            return data.c[sort_name].desc(), data.c.id.desc()
+        return data.c[sort_name].asc(), data.c.id.asc()
+
+    read = read_as_member(
+        conn,
+        member_statement(build_list_query(reader, filters), order_by=page_order),
+        auth_subject=auth_subject,
+        organization_id=organization_id,
+        gate=gate,
+    )
+    term = filters.search
+    if term is not None and term.phone_patterns(read.actor.phone_region) != term.phone_patterns(guess):
+        return read.actor, list_leads(conn, read.actor, filters)
+    return read.actor, _page(read.rows, filters)
+
+
+def _page(rows: list[dict[str, Any]], filters: LeadListFilters) -> Page:
+    """limit + 1 rows read: the page, and whether another follows."""
+    items = rows[: filters.limit]
     next_cursor = None
     if len(rows) > filters.limit:
         last = items[-1]
@@ -287,7 +379,7 @@ def list_leads(conn: Connection, actor: Actor, filters: LeadListFilters) -> Page
     return Page(items=items, next_cursor=next_cursor)
 
 
-def build_list_query(actor: Actor, filters: LeadListFilters) -> Select:
+def build_list_query(reader: ListReader, filters: LeadListFilters) -> Select:
     """The list statement: a keyset page on (sort column, id) among the filtered leads (limit + 1 rows, to
     know whether there is a next page), then each row's tags, aggregated for the page rows only.
 
@@ -297,10 +389,10 @@ def build_list_query(actor: Actor, filters: LeadListFilters) -> Select:
     across both tables (or an IN over their union) leaves it no good plan for a stage holding a handful of
     leads (a walk through the whole organization) or for one holding thousands (fetch and sort them all).
     """
-    organization_id = actor.organization_id
+    organization_id = reader.organization_id
     sort_column = SORT_COLUMNS[filters.sort]
     descending = filters.order is SortOrder.DESC
-    conditions = [leads.c.organization_id == organization_id, *_filter_conditions(actor, filters)]
+    conditions = [leads.c.organization_id == organization_id, *_filter_conditions(reader, filters)]
     if filters.after is not None:
         key = tuple_(sort_column, leads.c.id)
         after = tuple_(literal(filters.after.key, sort_column.type), literal(filters.after.id, leads.c.id.type))
@@ -355,8 +447,8 @@ def _pipeline_branches(
     return primary, secondary
 
 
-def _filter_conditions(actor: Actor, filters: LeadListFilters) -> list[ColumnElement[bool]]:
-    organization_id = actor.organization_id
+def _filter_conditions(reader: ListReader, filters: LeadListFilters) -> list[ColumnElement[bool]]:
+    organization_id = reader.organization_id
     conditions: list[ColumnElement[bool]] = []
     if filters.archived is ArchivedFilter.LIVE:
         conditions.append(leads.c.archived_at.is_(None))
@@ -378,6 +470,8 @@ def _filter_conditions(actor: Actor, filters: LeadListFilters) -> list[ColumnEle
         conditions.append(leads.c.campaign_id == filters.campaign_id)
     if filters.assignee is not None:
         conditions.append(assignee_condition(leads.c.assigned_to_user_id, filters.assignee))
+    if filters.assigned_to_caller:
+        conditions.append(leads.c.assigned_to_user_id == reader.user_id)
     if filters.is_test is not None:
         conditions.append(leads.c.is_test.is_(filters.is_test))
     if filters.search is not None:
@@ -385,7 +479,7 @@ def _filter_conditions(actor: Actor, filters: LeadListFilters) -> list[ColumnEle
         matches = [
             leads.c.name.ilike(term.contains_pattern, escape="\\"),
             leads.c.email.ilike(term.contains_pattern, escape="\\"),
-            *(leads.c.phone_digits.like(pattern) for pattern in term.phone_patterns(actor.phone_region)),
+            *(leads.c.phone_digits.like(pattern) for pattern in term.phone_patterns(reader.phone_region)),
         ]
         conditions.append(or_(*matches))
     return conditions

@@ -175,6 +175,8 @@ class LeadListFilters:
     campaign_id: uuid.UUID | None = None
     archived: ArchivedFilter = ArchivedFilter.LIVE
     assignee: Assignee | None = None
+    # `assignee=me` left to the statement: a member read knows the caller's user id only as it runs.
+    assigned_to_caller: bool = False
     is_test: bool | None = None
     search: SearchTerm | None = None
     sort: LeadSort = LeadSort.CREATED_AT

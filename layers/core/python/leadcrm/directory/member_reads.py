@@ -1,0 +1,99 @@
+"""Reads that carry the caller's membership check in their own statement: one round trip instead of two.
+
+`resolve_actor` reads the membership in a statement of its own before the route reads its data. A read whose
+statement needs nothing from the caller's row to be built (every parameter comes from the request) can fold
+the check in instead (DESIGN.md: Polar's readable statements):
+
+    WITH caller AS (<membership_query: the caller's active membership, or no row>)
+    SELECT caller.*, data.* FROM caller LEFT JOIN LATERAL (<the read>) AS data ON true
+
+- no row: not an active member (403 NOT_A_MEMBER, exactly as resolve_actor answers);
+- rows: the Actor, whom the route's gate (require_staff, …) judges before any of the data is used; a
+  refused member gets the gate's 403 and nothing of what was read;
+- one row whose data is missing (`MemberRead.rows` empty): a member for whom the read found nothing.
+
+The read may use the caller's row through `CALLER` (e.g. `CALLER.c.caller_user_id` for `assignee=me`).
+Writes keep resolve_actor: they need the Actor before they decide what to write.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Select, Subquery, Text, Uuid, bindparam, literal_column, select, true
+
+from leadcrm.directory.access import actor_of, membership_query, not_a_member
+from leadcrm.directory.rules import Actor
+
+# The statement's two parameters of its own; a read may bind `organization_id` too (the same value).
+AUTH_SUBJECT = bindparam("caller_auth_subject", type_=Text)
+ORGANIZATION_ID = bindparam("organization_id", type_=Uuid)
+CALLER = membership_query(AUTH_SUBJECT, ORGANIZATION_ID).cte("caller")
+CALLER_COLUMNS = frozenset(column.name for column in CALLER.c)
+# A column every data row has and the null row of LEFT JOIN has not.
+_FOUND = "member_read_found"
+
+Gate = Callable[[Actor], Actor]
+Ordering = Callable[[Subquery], Sequence[ColumnElement[Any]]]
+
+
+@dataclass(frozen=True)
+class MemberRead:
+    actor: Actor
+    rows: list[dict[str, Any]]  # the read's rows, without the caller's columns
+
+
+def member_statement(data: Select, order_by: Ordering | None = None) -> Select:
+    """`data` behind the caller's membership check, in one statement. `order_by` (given the data's
+    columns) orders the rows as `data` does: an outer query keeps no order of a subquery by itself."""
+    found = data.add_columns(literal_column("true").label(_FOUND)).lateral("data")
+    statement = select(CALLER, found).select_from(CALLER.outerjoin(found, true()))
+    return statement.order_by(*order_by(found)) if order_by is not None else statement
+
+
+def read_as_member(
+    conn: Connection,
+    statement: Select,
+    *,
+    auth_subject: str,
+    organization_id: uuid.UUID,
+    gate: Gate,
+    params: Mapping[str, Any] | None = None,
+) -> MemberRead:
+    """Runs a `member_statement`; 403 NOT_A_MEMBER for an outsider, then the gate's refusal, then the rows."""
+    values = {**(params or {}), AUTH_SUBJECT.key: auth_subject, ORGANIZATION_ID.key: organization_id}
+    rows = conn.execute(statement, values).mappings().all()
+    if not rows:
+        raise not_a_member()
+    actor = gate(actor_of(rows[0], organization_id))
+    _remember_phone_region(organization_id, actor.phone_region)
+    data = [
+        {key: value for key, value in row.items() if key not in CALLER_COLUMNS and key != _FOUND}
+        for row in rows
+        if row[_FOUND]
+    ]
+    return MemberRead(actor=actor, rows=data)
+
+
+# -- the phone region a read may have to guess ------------------------------------------------------------
+# A search by phone builds its patterns from the organization's phone region (Actor.phone_region), which the
+# folded statement only reads as it runs. The read guesses the region this container last saw for the
+# organization and checks the guess against the row it read: a wrong guess (a first search, a changed
+# setting) costs the read one statement more, never a wrong answer (leadcrm.leads.queries).
+_PHONE_REGIONS_KEPT = 4096
+_phone_regions: OrderedDict[uuid.UUID, str | None] = OrderedDict()
+
+
+def last_phone_region(organization_id: uuid.UUID) -> str | None:
+    return _phone_regions.get(organization_id)
+
+
+def _remember_phone_region(organization_id: uuid.UUID, region: str | None) -> None:
+    _phone_regions[organization_id] = region
+    _phone_regions.move_to_end(organization_id)
+    if len(_phone_regions) > _PHONE_REGIONS_KEPT:
+        _phone_regions.popitem(last=False)
