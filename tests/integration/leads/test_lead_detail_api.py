@@ -19,7 +19,7 @@ from tests.support.factories import make_caller
 from tests.support.lead_list_helpers import Board, insert_lead, make_board, make_tag, place, tag
 
 T0 = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
-DETAIL_STATEMENTS = 3  # the caller, the lead with its pipelines and tags, the timeline
+DETAIL_STATEMENTS = 2  # the caller with the lead, its pipelines and tags; the timeline
 
 
 @pytest.fixture
