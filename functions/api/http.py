@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -30,6 +32,20 @@ def auth_subject(app: APIGatewayHttpResolver) -> str:
 def caller(uow: UnitOfWork, router: Any, org_id: str) -> Actor:
     """The caller's active membership in the path's organization, read now; the route applies its gate."""
     return resolve_actor(uow.connection, auth_subject(router), organization_id(org_id))
+
+
+@contextmanager
+def gate_before_rules(uow: UnitOfWork, router: Any, org_id: str, gate: Callable[[Actor], Actor]) -> Iterator[None]:
+    """Around the request's own rules on a route whose membership check rides in its read
+    (leadcrm.directory.member_reads): a rule refused before that read ran answers only once the caller passed
+    the gate, so a member below the route's role gets the gate's 403, not the rule's 400 or 404, as when the
+    membership was read first. Only a refused request pays for that extra read."""
+    try:
+        yield
+    except AppError as refused:
+        if refused.status not in (401, 403):
+            gate(caller(uow, router, org_id))
+        raise
 
 
 def organization_id(raw: str) -> uuid.UUID:

@@ -43,7 +43,7 @@ ROUTES: tuple[RouteBudget, ...] = (
                 {"at": "2030-01-01T10:00:00Z", "type": "call"}, budget=4),
     RouteBudget("work queue", "GET", "/leads/queue", budget=3),
     RouteBudget("urgent prompt", "GET", "/urgent-prompt", budget=3),
-    RouteBudget("task list", "GET", "/tasks", budget=2),
+    RouteBudget("task list", "GET", "/tasks", budget=1),
     RouteBudget("create task", "POST", "/tasks", {"title": "Call back"}, budget=3, status=201),
-    RouteBudget("pipelines", "GET", "/pipelines", budget=3),
+    RouteBudget("pipelines", "GET", "/pipelines", budget=1),
 )

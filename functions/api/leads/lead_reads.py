@@ -9,10 +9,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.fields import QueryText
-from api.http import auth_subject, caller, organization_id
+from api.http import auth_subject, entity_id, gate_before_rules, organization_id
 from api.leads.schemas_lead_reads import LeadDetail, LeadListItem
 from api.operations import Operations
-from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_for_member_read
 from api.qualification.schemas_qualification import LeadDetailOrRedirect, MergedRedirect
 from api.schemas import ListEnvelope
 from leadcrm.directory.access import require_staff
@@ -31,10 +31,8 @@ from leadcrm.leads.rules.listing import (
     unique,
 )
 from leadcrm.pipelines.rules.statuses import StageCategory
-from leadcrm.platform.assignee import ME, parse_assignee
 from leadcrm.platform.db.uow import UnitOfWork
-from leadcrm.platform.errors import BadRequest, NotFound
-from leadcrm.platform.ids import parse_uuid
+from leadcrm.platform.errors import NotFound
 from leadcrm.qualification.queries import survivor_of
 
 router = APIGatewayHttpRouter()
@@ -60,10 +58,8 @@ def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
     check rides in the lead's statement."""
     subject, org = auth_subject(router), organization_id(orgId)
     with UnitOfWork() as uow:
-        lead_id = parse_uuid(leadId)
-        if lead_id is None:  # nothing to read: the gates still refuse before the 404
-            require_staff(caller(uow, router, orgId))
-            raise NotFound("Not found.", code="LEAD_NOT_FOUND")
+        with gate_before_rules(uow, router, orgId, require_staff):
+            lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
         actor, lead = get_lead_as_member(uow.connection, subject, org, lead_id, gate=require_staff)
         if lead is not None:
             return LeadDetailOrRedirect(data=LeadDetail.model_validate(lead))
@@ -107,7 +103,8 @@ def index(
 ) -> ListEnvelope[LeadListItem]:
     subject, org = auth_subject(router), organization_id(orgId)
     with UnitOfWork() as uow:
-        try:
+        with gate_before_rules(uow, router, orgId, require_staff):
+            assignee_filter, assigned_to_caller = assignee_for_member_read(assignee)
             filters = LeadListFilters(
                 statuses=tuple(s.value for s in unique(status)),
                 pipeline_id=pipelineId,
@@ -115,9 +112,8 @@ def index(
                 tag_ids=unique(tags),
                 campaign_id=campaignId,
                 archived=archived,
-                # `me` is the caller, whom the list's own statement reads
-                assignee=None if assignee == ME else parse_assignee(assignee, None),
-                assigned_to_caller=assignee == ME,
+                assignee=assignee_filter,
+                assigned_to_caller=assigned_to_caller,
                 is_test=isTest,
                 search=parse_search(search),
                 sort=sort,
@@ -125,9 +121,6 @@ def index(
                 limit=limit,
                 after=decode_cursor(cursor, sort, order) if cursor is not None else None,
             )
-        except BadRequest:  # the gates refuse before any rule of the request, as when they were read first
-            require_staff(caller(uow, router, orgId))
-            raise
         _, page = list_leads_as_member(uow.connection, subject, org, filters, gate=require_staff)
     return ListEnvelope[LeadListItem](
         data=[LeadListItem.model_validate(item) for item in page.items], next_cursor=page.next_cursor

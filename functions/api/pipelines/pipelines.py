@@ -12,7 +12,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import caller, entity_id
+from api.http import auth_subject, caller, entity_id, organization_id
 from api.idempotent import respond_once
 from api.operations import MANAGER, Operations
 from api.pipelines.schemas_pipelines import (
@@ -75,9 +75,11 @@ def index(
     orgId: str,  # the path names it as the API documents it
     include_archived: Annotated[bool, Query(alias="includeArchived")] = False,
 ) -> ListEnvelope[Pipeline]:
+    subject, org = auth_subject(router), organization_id(orgId)
     with UnitOfWork() as uow:
-        actor = _staff(uow, orgId)
-        views = queries.list_pipelines(uow.connection, actor.organization_id, include_archived=include_archived)
+        _, views = queries.list_pipelines_as_member(
+            uow.connection, subject, org, require_staff, include_archived=include_archived
+        )
         uow.commit()  # keeps the default pipeline when this read seeded it
     # A handful per organization: answered whole, nextCursor null as every list has one.
     return ListEnvelope[Pipeline](data=[_pipeline(v) for v in views], next_cursor=None)

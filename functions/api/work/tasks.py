@@ -17,9 +17,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import caller, entity_id, json_response
+from api.http import auth_subject, caller, entity_id, gate_before_rules, json_response, organization_id
 from api.operations import Operations
-from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
+from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_for_member_read
 from api.work.schemas_tasks import (
     CreateTaskBody,
     CreateTaskEnvelope,
@@ -39,7 +39,7 @@ from leadcrm.work.tasks import (
     TaskType,
     close_task,
     create_task,
-    list_tasks,
+    list_tasks_as_member,
     update_task,
 )
 
@@ -68,10 +68,15 @@ def index(
     limit: PageSize = DEFAULT_PAGE_SIZE,
     cursor: CursorParam = None,
 ) -> TaskListEnvelope:
-    with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
-        filters = TaskFilters(type=type, status=status, lead_id=leadId, assignee=assignee_of(assignee, actor))
-        rows, next_cursor = list_tasks(uow.connection, actor, filters, cursor=cursor, limit=limit)
+    subject, org = auth_subject(router), organization_id(orgId)
+    assignee_filter, assigned_to_caller = assignee_for_member_read(assignee)
+    filters = TaskFilters(
+        type=type, status=status, lead_id=leadId, assignee=assignee_filter, assigned_to_caller=assigned_to_caller
+    )
+    with UnitOfWork() as uow, gate_before_rules(uow, router, orgId, require_staff):  # a cursor that is not ours
+        _, (rows, next_cursor) = list_tasks_as_member(
+            uow.connection, subject, org, require_staff, filters, cursor=cursor, limit=limit
+        )
     return TaskListEnvelope(data=[Task.from_row(r) for r in rows], next_cursor=next_cursor)
 
 

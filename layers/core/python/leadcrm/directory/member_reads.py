@@ -12,7 +12,7 @@ the check in instead (DESIGN.md: Polar's readable statements):
   refused member gets the gate's 403 and nothing of what was read;
 - one row whose data is missing (`MemberRead.rows` empty): a member for whom the read found nothing.
 
-The read may use the caller's row through `CALLER` (e.g. `CALLER.c.caller_user_id` for `assignee=me`).
+The read may use the caller's row through `CALLER`, and the caller's user id (`assignee=me`) as `CALLER_USER_ID`.
 Writes keep resolve_actor: they need the Actor before they decide what to write.
 """
 
@@ -34,6 +34,10 @@ AUTH_SUBJECT = bindparam("caller_auth_subject", type_=Text)
 ORGANIZATION_ID = bindparam("organization_id", type_=Uuid)
 CALLER = membership_query(AUTH_SUBJECT, ORGANIZATION_ID).cte("caller")
 CALLER_COLUMNS = frozenset(column.name for column in CALLER.c)
+# The caller's user id anywhere in a read (`assignee=me`): a subquery of its own, run once. A reference to
+# CALLER's column would do only in the read's top level; inside a derived table of the read SQLAlchemy
+# would add `caller` to that table's FROM instead of correlating it.
+CALLER_USER_ID = select(CALLER.c.caller_user_id).correlate(None).scalar_subquery()
 # A column every data row has and the null row of LEFT JOIN has not.
 _FOUND = "member_read_found"
 

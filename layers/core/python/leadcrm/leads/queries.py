@@ -34,7 +34,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 
 from leadcrm.conversations.tables import conversation_messages, conversations
-from leadcrm.directory.member_reads import CALLER, Gate, last_phone_region, member_statement, read_as_member
+from leadcrm.directory.member_reads import CALLER_USER_ID, Gate, last_phone_region, member_statement, read_as_member
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import users
 from leadcrm.leads.moves import id_list
@@ -97,9 +97,7 @@ class CallerReader:
 
     @property
     def user_id(self) -> ColumnElement[Any]:
-        # a subquery of its own (run once), not a lateral reference: the page's conditions sit inside a
-        # derived table, where SQLAlchemy would put `caller` into that table's FROM instead
-        return select(CALLER.c.caller_user_id).correlate(None).scalar_subquery()
+        return CALLER_USER_ID
 
 
 def _json_array(element: ColumnElement, *order_by: ColumnElement) -> ColumnElement:

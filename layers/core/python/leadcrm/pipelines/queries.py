@@ -1,5 +1,6 @@
 """Pipelines' reads: the organization's pipelines with their stages (the default first, then in creation order),
-one pipeline by id. Two statements whatever the number of pipelines."""
+one pipeline by id. Two statements whatever the number of pipelines; the route's list is one, with the caller's
+membership check in it (`list_pipelines_as_member`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, Row, select
+from sqlalchemy import ColumnElement, Connection, Row, Select, and_, select
 
+from leadcrm.directory.member_reads import Gate, member_statement, read_as_member
+from leadcrm.directory.rules import Actor
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import ensure_default_pipeline, pipeline_not_found
 from leadcrm.pipelines.tables import pipeline_stages, pipelines
@@ -23,6 +27,7 @@ class StageView:
     position: int
     archived_at: datetime | None
 
+
 @dataclass(frozen=True)
 class PipelineView:
     id: uuid.UUID
@@ -31,6 +36,7 @@ class PipelineView:
     archived_at: datetime | None
     created_at: datetime
     stages: tuple[StageView, ...]
+
 
 PIPELINE_COLUMNS = (
     pipelines.c.id,
@@ -49,6 +55,7 @@ _STAGE_VIEW_COLUMNS = (
     pipeline_stages.c.archived_at,
 )
 
+
 def list_pipelines(conn: Connection, organization_id: uuid.UUID, *, include_archived: bool) -> list[PipelineView]:
     """The organization's pipelines, default first then oldest first, each with its stages by position.
 
@@ -62,6 +69,76 @@ def list_pipelines(conn: Connection, organization_id: uuid.UUID, *, include_arch
     stages = read_stages(conn, organization_id, [row.id for row in rows], include_archived=include_archived)
     return [pipeline_view(row, stages.get(row.id, [])) for row in rows]
 
+
+def list_pipelines_as_member(
+    conn: Connection, auth_subject: str, organization_id: uuid.UUID, gate: Gate, *, include_archived: bool
+) -> tuple[Actor, list[PipelineView]]:
+    """The caller (refused as resolve_actor and `gate` refuse) and `list_pipelines`' answer, in one statement:
+    the pipelines joined to their stages. The read that finds no default pipeline seeds it as list_pipelines
+    does, and reads again."""
+    read = read_as_member(
+        conn,
+        member_statement(_pipelines_with_stages(organization_id, include_archived), order_by=_pipeline_order),
+        auth_subject=auth_subject,
+        organization_id=organization_id,
+        gate=gate,
+    )
+    if not any(row["is_default"] for row in read.rows):
+        return read.actor, list_pipelines(conn, organization_id, include_archived=include_archived)
+    views: dict[uuid.UUID, tuple[dict[str, Any], list[StageView]]] = {}
+    for row in read.rows:
+        _, stages = views.setdefault(row["id"], (row, []))
+        if row["stage_id"] is not None:
+            stages.append(_stage_view_of(row))
+    return read.actor, [_pipeline_view_of(row, stages) for row, stages in views.values()]
+
+
+def _pipelines_with_stages(organization_id: uuid.UUID, include_archived: bool) -> Select:
+    """One row per (pipeline, stage), and one with null stage columns for a pipeline without stages."""
+    stage_on = and_(
+        pipeline_stages.c.organization_id == organization_id, pipeline_stages.c.pipeline_id == pipelines.c.id
+    )
+    query = select(
+        *PIPELINE_COLUMNS,
+        pipeline_stages.c.id.label("stage_id"),
+        pipeline_stages.c.name.label("stage_name"),
+        pipeline_stages.c.category.label("stage_category"),
+        pipeline_stages.c.position.label("stage_position"),
+        pipeline_stages.c.archived_at.label("stage_archived_at"),
+    ).where(pipelines.c.organization_id == organization_id)
+    if not include_archived:
+        stage_on = and_(stage_on, pipeline_stages.c.archived_at.is_(None))
+        query = query.where(pipelines.c.archived_at.is_(None))
+    return query.select_from(pipelines.outerjoin(pipeline_stages, stage_on))
+
+
+def _pipeline_order(rows: Any) -> tuple[ColumnElement[Any], ...]:
+    """list_pipelines' order (default first, then oldest first), each pipeline's stages by position."""
+    c = rows.c
+    return c.is_default.desc(), c.created_at, c.id, c.stage_position, c.stage_id
+
+
+def _stage_view_of(row: dict[str, Any]) -> StageView:
+    return StageView(
+        id=row["stage_id"],
+        name=row["stage_name"],
+        category=StageCategory(row["stage_category"]),
+        position=row["stage_position"],
+        archived_at=row["stage_archived_at"],
+    )
+
+
+def _pipeline_view_of(row: dict[str, Any], stages: Sequence[StageView]) -> PipelineView:
+    return PipelineView(
+        id=row["id"],
+        name=row["name"],
+        is_default=row["is_default"],
+        archived_at=row["archived_at"],
+        created_at=row["created_at"],
+        stages=tuple(stages),
+    )
+
+
 def get_pipeline(
     conn: Connection, organization_id: uuid.UUID, pipeline_id: uuid.UUID, *, include_archived_stages: bool
 ) -> PipelineView:
@@ -74,11 +151,13 @@ def get_pipeline(
     stages = read_stages(conn, organization_id, [row.id], include_archived=include_archived_stages)
     return pipeline_view(row, stages.get(row.id, []))
 
+
 def _read_pipelines(conn: Connection, organization_id: uuid.UUID, *, include_archived: bool) -> list[Row]:
     query = select(*PIPELINE_COLUMNS).where(pipelines.c.organization_id == organization_id)
     if not include_archived:
         query = query.where(pipelines.c.archived_at.is_(None))
     return list(conn.execute(query.order_by(pipelines.c.is_default.desc(), pipelines.c.created_at, pipelines.c.id)))
+
 
 def read_stages(
     conn: Connection, organization_id: uuid.UUID, pipeline_ids: Sequence[uuid.UUID], *, include_archived: bool
@@ -95,6 +174,7 @@ def read_stages(
         by_pipeline.setdefault(row.pipeline_id, []).append(_stage_view(row))
     return by_pipeline
 
+
 def _stage_view(row: Row) -> StageView:
     return StageView(
         id=row.id,
@@ -103,6 +183,7 @@ def _stage_view(row: Row) -> StageView:
         position=row.position,
         archived_at=row.archived_at,
     )
+
 
 def pipeline_view(row: Row, stages: Sequence[StageView]) -> PipelineView:
     return PipelineView(

@@ -18,8 +18,23 @@ from datetime import date, time
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Date, Text, Uuid, and_, cast, func, insert, or_, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Date,
+    Select,
+    Text,
+    Uuid,
+    and_,
+    cast,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
+from leadcrm.directory.member_reads import CALLER_USER_ID, Gate, member_statement, read_as_member
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.directory.tables import organizations
@@ -96,13 +111,51 @@ class TaskFilters:
     status: TaskStatusFilter = TaskStatusFilter.OPEN
     lead_id: uuid.UUID | None = None
     assignee: Assignee | None = None
+    # `assignee=me` left to the statement: a member read knows the caller's user id only as it runs.
+    assigned_to_caller: bool = False
 
 
-def list_tasks(
-    conn: Connection, actor: Actor, filters: TaskFilters, *, cursor: str | None, limit: int
-) -> tuple[list[dict[str, Any]], str | None]:
+TaskPage = tuple[list[dict[str, Any]], str | None]
+
+
+def list_tasks(conn: Connection, actor: Actor, filters: TaskFilters, *, cursor: str | None, limit: int) -> TaskPage:
     """One page (one query) and the cursor of the next, None on the last page."""
-    conditions: list[Any] = [tasks.c.organization_id == actor.organization_id, tasks.c.deleted_at.is_(None)]
+    query = _page_query(actor.organization_id, filters, cursor=cursor, limit=limit, caller_user_id=actor.user_id)
+    return _page([dict(r) for r in conn.execute(query).mappings()], limit)
+
+
+def list_tasks_as_member(
+    conn: Connection,
+    auth_subject: str,
+    organization_id: uuid.UUID,
+    gate: Gate,
+    filters: TaskFilters,
+    *,
+    cursor: str | None,
+    limit: int,
+) -> tuple[Actor, TaskPage]:
+    """The caller (refused as resolve_actor and `gate` refuse) and `list_tasks`' page, in one statement. A
+    cursor that is not ours is refused before anything is read."""
+    query = _page_query(organization_id, filters, cursor=cursor, limit=limit, caller_user_id=CALLER_USER_ID)
+    read = read_as_member(
+        conn,
+        member_statement(query, order_by=lambda page: (page.c.due_date.asc().nulls_last(), page.c.id)),
+        auth_subject=auth_subject,
+        organization_id=organization_id,
+        gate=gate,
+    )
+    return read.actor, _page(read.rows, limit)
+
+
+def _page_query(
+    organization_id: uuid.UUID,
+    filters: TaskFilters,
+    *,
+    cursor: str | None,
+    limit: int,
+    caller_user_id: uuid.UUID | ColumnElement[Any] | None,
+) -> Select:
+    conditions: list[Any] = [tasks.c.organization_id == organization_id, tasks.c.deleted_at.is_(None)]
     if filters.status is TaskStatusFilter.OPEN:
         conditions.append(tasks.c.status.in_(OPEN_STATUSES))
     elif filters.status is not TaskStatusFilter.ALL:
@@ -113,16 +166,15 @@ def list_tasks(
         conditions.append(tasks.c.linked_lead_id == filters.lead_id)
     if filters.assignee is not None:
         conditions.append(assignee_condition(tasks.c.assignee_user_id, filters.assignee))
+    if filters.assigned_to_caller:
+        conditions.append(tasks.c.assignee_user_id == caller_user_id)
     if cursor is not None:
         conditions.append(_after(cursor))
-    rows = (
-        conn.execute(
-            _task_select().where(*conditions).order_by(tasks.c.due_date.asc().nulls_last(), tasks.c.id).limit(limit + 1)
-        )
-        .mappings()
-        .all()
-    )
-    page = [dict(r) for r in rows[:limit]]
+    return _task_select().where(*conditions).order_by(tasks.c.due_date.asc().nulls_last(), tasks.c.id).limit(limit + 1)
+
+
+def _page(rows: list[dict[str, Any]], limit: int) -> TaskPage:
+    page = rows[:limit]
     next_cursor = None
     if len(rows) > limit:
         last = page[-1]
