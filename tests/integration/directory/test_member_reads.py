@@ -1,6 +1,7 @@
 """Reads that carry the membership check in their own statement (leadcrm.directory.member_reads) refuse exactly
 as resolve_actor does, in the same order: 403 NOT_A_MEMBER for anyone who is not an active member, then the
-route's gate, then the request's own rules (400, 404). The lead detail, the list and its search use it."""
+route's gate, then the request's own rules (400, 404). The lead detail, the lead list and its search, the task
+list and the pipelines use it."""
 
 from __future__ import annotations
 
@@ -36,10 +37,12 @@ def _read_routes(org_id, lead_id):
         "detail": (leads_path(org_id, lead_id), None),
         "list": (leads_path(org_id), None),
         "search": (leads_path(org_id), {"search": "ada"}),
+        "tasks": (f"/organizations/{org_id}/tasks", None),
+        "pipelines": (f"/organizations/{org_id}/pipelines", None),
     }
 
 
-READS = ("detail", "list", "search")
+READS = ("detail", "list", "search", "tasks", "pipelines")
 
 
 def _get(org_id, lead_id, read, sub):
@@ -137,12 +140,16 @@ def test_a_lead_id_that_is_not_an_id_is_refused_by_the_gate_before_the_404(lead)
     assert (response.status, response.error_code) == (403, "STAFF_ONLY")
 
 
-@pytest.mark.parametrize("query", [{"search": " x "}, {"cursor": "not-a-cursor"}])
-def test_a_list_rule_is_applied_after_the_gate(lead, query):
+@pytest.mark.parametrize(
+    ("list_path", "query"),
+    [("leads", {"search": " x "}), ("leads", {"cursor": "not-a-cursor"}), ("tasks", {"cursor": "not-a-cursor"})],
+)
+def test_a_list_rule_is_applied_after_the_gate(lead, list_path, query):
     owner, _ = lead
     member = make_caller(role="member", organization=owner.organization)
-    assert call_api("GET", leads_path(owner.org_id), sub=owner.sub, query=query).status == 400
-    response = call_api("GET", leads_path(owner.org_id), sub=member.sub, query=query)
+    path = f"/organizations/{owner.org_id}/{list_path}"
+    assert call_api("GET", path, sub=owner.sub, query=query).status == 400
+    response = call_api("GET", path, sub=member.sub, query=query)
     assert (response.status, response.error_code) == (403, "STAFF_ONLY")
 
 
