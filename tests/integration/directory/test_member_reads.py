@@ -280,3 +280,8 @@ def test_an_organization_that_does_not_exist_has_no_members():
     with pytest.raises(Forbidden) as refused:
         _run(owner.sub, uuid.uuid4(), _names_of_leads(owner.org_id))
     assert refused.value.code == "NOT_A_MEMBER"
+
+
+def test_a_read_may_not_select_a_column_the_callers_row_would_hide():
+    with pytest.raises(ValueError, match="caller_role"):
+        member_statement(select(leads.c.name.label("caller_role")))

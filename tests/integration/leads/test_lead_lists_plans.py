@@ -1,7 +1,8 @@
 """Every list query shape reads leads through an index, never a sequential scan of the table.
 
 The plans are PostgreSQL's own (EXPLAIN of the very statement the service builds, after ANALYZE, planner
-settings untouched) on an organization of a few thousand leads among many more in other organizations.
+settings untouched) on an organization of a few thousand leads among many more in other organizations: the
+list query alone (bulk audiences and the bench read it so) and the route's, behind the membership check.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Select, text
 
 from leadcrm.directory.access import resolve_actor
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.queries import build_list_query
+from leadcrm.leads.queries import build_list_query, build_member_list_query
 from leadcrm.leads.rules.listing import (
     ArchivedFilter,
     LeadListFilters,
@@ -38,6 +39,7 @@ OTHER_ORG_LEADS = 2_500
 @dataclass(frozen=True)
 class Seeded:
     actor: Actor
+    subject: str
     board: Board
     courses: Board
     tag_ids: list[uuid.UUID]
@@ -116,7 +118,9 @@ def seeded() -> Iterator[Seeded]:
     with get_engine().connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text("ANALYZE leads, lead_tag_assignments, lead_pipeline_placements"))
         actor = resolve_actor(conn, caller.sub, caller.org_id)
-    yield Seeded(actor=actor, board=board, courses=courses, tag_ids=tag_ids, campaign_id=campaign_id)
+    yield Seeded(
+        actor=actor, subject=caller.sub, board=board, courses=courses, tag_ids=tag_ids, campaign_id=campaign_id
+    )
     with get_engine().begin() as conn:
         conn.execute(
             text("DELETE FROM organizations WHERE id = ANY(CAST(:ids AS uuid[]))"),
@@ -182,20 +186,35 @@ def _org_led_indexes() -> set[str]:
         )
 
 
+def _route_statement(seeded: Seeded, filters: LeadListFilters) -> Select:
+    """What GET …/leads runs: the caller's membership check and the page in one statement."""
+    organization_id = seeded.actor.organization_id
+    statement = build_member_list_query(organization_id, filters, phone_region=seeded.actor.phone_region)
+    return statement.params(caller_auth_subject=seeded.subject, organization_id=organization_id)
+
+
+STATEMENTS: dict[str, Callable[[Seeded, LeadListFilters], Select]] = {
+    "list query": lambda seeded, filters: build_list_query(seeded.actor, filters),
+    "route": _route_statement,
+}
+
+
+@pytest.mark.parametrize("statement", list(STATEMENTS))
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_the_list_query_never_scans_the_leads_table_sequentially(seeded, shape):
+def test_the_list_query_never_scans_the_leads_table_sequentially(seeded, shape, statement):
     filters = SHAPES[shape](seeded)
     with get_engine().connect() as conn:
-        plan = explain(conn, build_list_query(seeded.actor, filters))
+        plan = explain(conn, STATEMENTS[statement](seeded, filters))
     nodes = list(plan_nodes(plan))
     described = [(n["Node Type"], n.get("Relation Name"), n.get("Index Name")) for n in nodes]
     assert not [n for n in nodes if n["Node Type"] == "Seq Scan" and n.get("Relation Name") == "leads"], described
 
 
+@pytest.mark.parametrize("statement", list(STATEMENTS))
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_the_list_query_finds_its_rows_through_an_index_that_starts_with_organization_id(seeded, shape):
+def test_the_list_query_finds_its_rows_through_an_index_that_starts_with_organization_id(seeded, shape, statement):
     filters = SHAPES[shape](seeded)
     with get_engine().connect() as conn:
-        plan = explain(conn, build_list_query(seeded.actor, filters))
+        plan = explain(conn, STATEMENTS[statement](seeded, filters))
     used = {n["Index Name"] for n in plan_nodes(plan) if "Index Name" in n}
     assert used & _org_led_indexes(), used

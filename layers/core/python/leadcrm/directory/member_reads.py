@@ -22,6 +22,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from threading import Lock
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Select, Subquery, Text, Uuid, bindparam, literal_column, select, true
@@ -54,6 +55,9 @@ class MemberRead:
 def member_statement(data: Select, order_by: Ordering | None = None) -> Select:
     """`data` behind the caller's membership check, in one statement. `order_by` (given the data's
     columns) orders the rows as `data` does: an outer query keeps no order of a subquery by itself."""
+    clashes = {column.key for column in data.selected_columns} & (CALLER_COLUMNS | {_FOUND})
+    if clashes:  # a programming error: such a column would be hidden by the caller's
+        raise ValueError(f"a member read may not select {sorted(clashes)}")
     found = data.add_columns(literal_column("true").label(_FOUND)).lateral("data")
     statement = select(CALLER, found).select_from(CALLER.outerjoin(found, true()))
     return statement.order_by(*order_by(found)) if order_by is not None else statement
@@ -88,16 +92,19 @@ def read_as_member(
 # folded statement only reads as it runs. The read guesses the region this container last saw for the
 # organization and checks the guess against the row it read: a wrong guess (a first search, a changed
 # setting) costs the read one statement more, never a wrong answer (leadcrm.leads.queries).
-_PHONE_REGIONS_KEPT = 4096
+_PHONE_REGIONS_KEPT = 4096  # the organizations last read, oldest forgotten first
 _phone_regions: OrderedDict[uuid.UUID, str | None] = OrderedDict()
+_phone_regions_lock = Lock()  # the local stack serves concurrent requests from threads of one process
 
 
 def last_phone_region(organization_id: uuid.UUID) -> str | None:
-    return _phone_regions.get(organization_id)
+    with _phone_regions_lock:
+        return _phone_regions.get(organization_id)
 
 
 def _remember_phone_region(organization_id: uuid.UUID, region: str | None) -> None:
-    _phone_regions[organization_id] = region
-    _phone_regions.move_to_end(organization_id)
-    if len(_phone_regions) > _PHONE_REGIONS_KEPT:
-        _phone_regions.popitem(last=False)
+    with _phone_regions_lock:
+        _phone_regions[organization_id] = region
+        _phone_regions.move_to_end(organization_id)
+        if len(_phone_regions) > _PHONE_REGIONS_KEPT:
+            _phone_regions.popitem(last=False)

@@ -343,18 +343,9 @@ def list_leads_as_member(
     it is built with the region last seen for the organization, and run again for the caller read when that
     guess would have made other patterns (a first search in this container, a changed setting)."""
     guess = last_phone_region(organization_id)
-    reader = CallerReader(organization_id=organization_id, phone_region=guess)
-    sort_name = SORT_COLUMNS[filters.sort].name
-    descending = filters.order is SortOrder.DESC
-
-    def page_order(data: Any) -> tuple[ColumnElement[Any], ...]:
-        if descending:
-            return data.c[sort_name].desc(), data.c.id.desc()
-        return data.c[sort_name].asc(), data.c.id.asc()
-
     read = read_as_member(
         conn,
-        member_statement(build_list_query(reader, filters), order_by=page_order),
+        build_member_list_query(organization_id, filters, phone_region=guess),
         auth_subject=auth_subject,
         organization_id=organization_id,
         gate=gate,
@@ -363,6 +354,24 @@ def list_leads_as_member(
     if term is not None and term.phone_patterns(read.actor.phone_region) != term.phone_patterns(guess):
         return read.actor, list_leads(conn, read.actor, filters)
     return read.actor, _page(read.rows, filters)
+
+
+def build_member_list_query(
+    organization_id: uuid.UUID, filters: LeadListFilters, *, phone_region: str | None
+) -> Select:
+    """The list route's statement: `build_list_query` for the caller, behind the caller's membership check
+    (leadcrm.directory.member_reads; bind `caller_auth_subject` and `organization_id`), its rows in the page's
+    order. Public so the plan test can EXPLAIN it."""
+    sort_name = SORT_COLUMNS[filters.sort].name
+    descending = filters.order is SortOrder.DESC
+
+    def page_order(data: Any) -> tuple[ColumnElement[Any], ...]:
+        if descending:
+            return data.c[sort_name].desc(), data.c.id.desc()
+        return data.c[sort_name].asc(), data.c.id.asc()
+
+    reader = CallerReader(organization_id=organization_id, phone_region=phone_region)
+    return member_statement(build_list_query(reader, filters), order_by=page_order)
 
 
 def _page(rows: list[dict[str, Any]], filters: LeadListFilters) -> Page:
