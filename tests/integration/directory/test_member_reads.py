@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select, update
 
 from leadcrm.directory.access import require_staff
-from leadcrm.directory.member_reads import CALLER, member_statement, read_as_member
+from leadcrm.directory.member_reads import CALLER, data_column, member_statement, read_as_member
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.tables import leads
 from leadcrm.platform.db.engine import get_engine
@@ -222,7 +222,7 @@ def _run(caller_sub, org_id, data, gate=require_staff):
     with get_engine().connect() as conn:
         return read_as_member(
             conn,
-            member_statement(data, order_by=lambda rows: [rows.c.name]),
+            member_statement(data, order_by=[data_column("name")]),
             auth_subject=caller_sub,
             organization_id=org_id,
             gate=gate,

@@ -25,7 +25,20 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Select, Subquery, Text, Uuid, bindparam, literal_column, select, true
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Select,
+    Text,
+    Uuid,
+    bindparam,
+    case,
+    func,
+    literal_column,
+    null,
+    select,
+    true,
+)
 
 from leadcrm.directory.access import actor_of, membership_query, not_a_member
 from leadcrm.directory.rules import Actor
@@ -43,7 +56,7 @@ CALLER_USER_ID = select(CALLER.c.caller_user_id).correlate(None).scalar_subquery
 _FOUND = "member_read_found"
 
 Gate = Callable[[Actor], Actor]
-Ordering = Callable[[Subquery], Sequence[ColumnElement[Any]]]
+_DATA = "data"
 
 
 @dataclass(frozen=True)
@@ -52,15 +65,28 @@ class MemberRead:
     rows: list[dict[str, Any]]  # the read's rows, without the caller's columns
 
 
-def member_statement(data: Select, order_by: Ordering | None = None) -> Select:
-    """`data` behind the caller's membership check, in one statement. `order_by` (given the data's
-    columns) orders the rows as `data` does: an outer query keeps no order of a subquery by itself."""
+def member_statement(data: Select, order_by: Sequence[ColumnElement[Any]] = ()) -> Select:
+    """`data` behind the caller's membership check, in one statement. `order_by` (of `data_column`s) orders
+    the rows as `data` does: an outer query keeps no order of a subquery by itself.
+
+    What keeps it no slower than the two statements it replaces, for a page of rows: the caller's columns
+    come on one row only (`row_number() OVER ()` = 1, whichever place the ORDER BY gives it), not decoded
+    again on each; and the outer query names the data's columns as `data.*` rather than through SQLAlchemy's
+    proxies of the subquery, which cost more to build for a lead's forty columns than the round trip saved.
+    The rows are the driver's values as they come (pg8000 converts every type the reads select)."""
     clashes = {column.key for column in data.selected_columns} & (CALLER_COLUMNS | {_FOUND})
     if clashes:  # a programming error: such a column would be hidden by the caller's
         raise ValueError(f"a member read may not select {sorted(clashes)}")
-    found = data.add_columns(literal_column("true").label(_FOUND)).lateral("data")
-    statement = select(CALLER, found).select_from(CALLER.outerjoin(found, true()))
-    return statement.order_by(*order_by(found)) if order_by is not None else statement
+    found = data.add_columns(literal_column("true").label(_FOUND)).lateral(_DATA)
+    once = func.row_number().over() == 1
+    caller = [case((once, column), else_=null()).label(column.name) for column in CALLER.c]
+    statement = select(*caller, literal_column(f"{_DATA}.*")).select_from(CALLER.outerjoin(found, true()))
+    return statement.order_by(*order_by)
+
+
+def data_column(name: str) -> ColumnElement[Any]:
+    """A column of the read's rows, by the name the read selects it as: for `member_statement`'s order_by."""
+    return literal_column(f'{_DATA}."{name}"')
 
 
 def read_as_member(
@@ -74,17 +100,23 @@ def read_as_member(
 ) -> MemberRead:
     """Runs a `member_statement`; 403 NOT_A_MEMBER for an outsider, then the gate's refusal, then the rows."""
     values = {**(params or {}), AUTH_SUBJECT.key: auth_subject, ORGANIZATION_ID.key: organization_id}
-    rows = conn.execute(statement, values).mappings().all()
+    result = conn.execute(statement, values)
+    keys = list(result.keys())
+    rows = result.all()
     if not rows:
         raise not_a_member()
-    actor = gate(actor_of(rows[0], organization_id))
+    caller_row = next(row for row in rows if row[_CALLER_USER_ID_AT] is not None)
+    actor = gate(actor_of(dict(zip(keys[:_DATA_AT], caller_row[:_DATA_AT], strict=True)), organization_id))
     _remember_phone_region(organization_id, actor.phone_region)
-    data = [
-        {key: value for key, value in row.items() if key not in CALLER_COLUMNS and key != _FOUND}
-        for row in rows
-        if row[_FOUND]
-    ]
+    data_keys = keys[_DATA_AT:-1]  # the data's columns, then the found marker
+    data = [dict(zip(data_keys, row[_DATA_AT:-1], strict=True)) for row in rows if row[-1]]
     return MemberRead(actor=actor, rows=data)
+
+
+# Where the statement's columns are: the caller's first (caller_user_id is never null on the caller's row),
+# then the data's, then the found marker.
+_CALLER_USER_ID_AT = list(CALLER.c.keys()).index("caller_user_id")
+_DATA_AT = len(CALLER.c)
 
 
 # -- the phone region a read may have to guess ------------------------------------------------------------

@@ -34,7 +34,14 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 
 from leadcrm.conversations.tables import conversation_messages, conversations
-from leadcrm.directory.member_reads import CALLER_USER_ID, Gate, last_phone_region, member_statement, read_as_member
+from leadcrm.directory.member_reads import (
+    CALLER_USER_ID,
+    Gate,
+    data_column,
+    last_phone_region,
+    member_statement,
+    read_as_member,
+)
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import users
 from leadcrm.leads.moves import id_list
@@ -362,14 +369,8 @@ def build_member_list_query(
     """The list route's statement: `build_list_query` for the caller, behind the caller's membership check
     (leadcrm.directory.member_reads; bind `caller_auth_subject` and `organization_id`), its rows in the page's
     order. Public so the plan test can EXPLAIN it."""
-    sort_name = SORT_COLUMNS[filters.sort].name
-    descending = filters.order is SortOrder.DESC
-
-    def page_order(data: Any) -> tuple[ColumnElement[Any], ...]:
-        if descending:
-            return data.c[sort_name].desc(), data.c.id.desc()
-        return data.c[sort_name].asc(), data.c.id.asc()
-
+    key = (data_column(SORT_COLUMNS[filters.sort].name), data_column("id"))
+    page_order = [c.desc() for c in key] if filters.order is SortOrder.DESC else [c.asc() for c in key]
     reader = CallerReader(organization_id=organization_id, phone_region=phone_region)
     return member_statement(build_list_query(reader, filters), order_by=page_order)
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, Row, Select, and_, select
+from sqlalchemy import Connection, Row, Select, and_, select
 
-from leadcrm.directory.member_reads import Gate, member_statement, read_as_member
+from leadcrm.directory.member_reads import Gate, data_column, member_statement, read_as_member
 from leadcrm.directory.rules import Actor
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import ensure_default_pipeline, pipeline_not_found
@@ -78,7 +78,7 @@ def list_pipelines_as_member(
     does, and reads again."""
     read = read_as_member(
         conn,
-        member_statement(_pipelines_with_stages(organization_id, include_archived), order_by=_pipeline_order),
+        member_statement(_pipelines_with_stages(organization_id, include_archived), order_by=_PIPELINE_ORDER),
         auth_subject=auth_subject,
         organization_id=organization_id,
         gate=gate,
@@ -112,10 +112,11 @@ def _pipelines_with_stages(organization_id: uuid.UUID, include_archived: bool) -
     return query.select_from(pipelines.outerjoin(pipeline_stages, stage_on))
 
 
-def _pipeline_order(rows: Any) -> tuple[ColumnElement[Any], ...]:
-    """list_pipelines' order (default first, then oldest first), each pipeline's stages by position."""
-    c = rows.c
-    return c.is_default.desc(), c.created_at, c.id, c.stage_position, c.stage_id
+# list_pipelines' order (default first, then oldest first), each pipeline's stages by position.
+_PIPELINE_ORDER = (
+    data_column("is_default").desc(),
+    *(data_column(name) for name in ("created_at", "id", "stage_position", "stage_id")),
+)
 
 
 def _stage_view_of(row: dict[str, Any]) -> StageView:

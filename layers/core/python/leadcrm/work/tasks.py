@@ -34,7 +34,7 @@ from sqlalchemy import (
     update,
 )
 
-from leadcrm.directory.member_reads import CALLER_USER_ID, Gate, member_statement, read_as_member
+from leadcrm.directory.member_reads import CALLER_USER_ID, Gate, data_column, member_statement, read_as_member
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.directory.tables import organizations
@@ -139,7 +139,7 @@ def list_tasks_as_member(
     query = _page_query(organization_id, filters, cursor=cursor, limit=limit, caller_user_id=CALLER_USER_ID)
     read = read_as_member(
         conn,
-        member_statement(query, order_by=lambda page: (page.c.due_date.asc().nulls_last(), page.c.id)),
+        member_statement(query, order_by=(data_column("due_date").asc().nulls_last(), data_column("id"))),
         auth_subject=auth_subject,
         organization_id=organization_id,
         gate=gate,
