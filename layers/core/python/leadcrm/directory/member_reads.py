@@ -5,7 +5,7 @@ statement needs nothing from the caller's row to be built (every parameter comes
 the check in instead (DESIGN.md: Polar's readable statements):
 
     WITH caller AS (<membership_query: the caller's active membership, or no row>)
-    SELECT caller.*, data.* FROM caller LEFT JOIN LATERAL (<the read>) AS data ON true
+    SELECT caller.* (on one of the rows), data.* FROM caller LEFT JOIN LATERAL (<the read>) AS data ON true
 
 - no row: not an active member (403 NOT_A_MEMBER, exactly as resolve_actor answers);
 - rows: the Actor, whom the route's gate (require_staff, …) judges before any of the data is used; a
