@@ -54,9 +54,15 @@ CALLER_COLUMNS = frozenset(column.name for column in CALLER.c)
 CALLER_USER_ID = select(CALLER.c.caller_user_id).correlate(None).scalar_subquery()
 # A column every data row has and the null row of LEFT JOIN has not.
 _FOUND = "member_read_found"
+_FOUND_MARK = literal_column("true").label(_FOUND)
+_DATA = "data"
+_DATA_COLUMNS = literal_column(f"{_DATA}.*")
+# The caller's columns, on one row of the statement only (built once: every member statement shares them).
+_CALLER_ONCE = tuple(
+    case((func.row_number().over() == 1, column), else_=null()).label(column.name) for column in CALLER.c
+)
 
 Gate = Callable[[Actor], Actor]
-_DATA = "data"
 
 
 @dataclass(frozen=True)
@@ -77,10 +83,8 @@ def member_statement(data: Select, order_by: Sequence[ColumnElement[Any]] = ()) 
     clashes = {column.key for column in data.selected_columns} & (CALLER_COLUMNS | {_FOUND})
     if clashes:  # a programming error: such a column would be hidden by the caller's
         raise ValueError(f"a member read may not select {sorted(clashes)}")
-    found = data.add_columns(literal_column("true").label(_FOUND)).lateral(_DATA)
-    once = func.row_number().over() == 1
-    caller = [case((once, column), else_=null()).label(column.name) for column in CALLER.c]
-    statement = select(*caller, literal_column(f"{_DATA}.*")).select_from(CALLER.outerjoin(found, true()))
+    found = data.add_columns(_FOUND_MARK).lateral(_DATA)
+    statement = select(*_CALLER_ONCE, _DATA_COLUMNS).select_from(CALLER.outerjoin(found, true()))
     return statement.order_by(*order_by)
 
 
