@@ -104,7 +104,7 @@ def _portable(error: BaseException) -> BaseException:
         return HandlerFailed(f"{type(error).__name__}: {error}")
 
 
-def serve(function: str, connection: Connection, environment: dict[str, str]) -> None:
+def serve(function: str, module: str, connection: Connection, environment: dict[str, str]) -> None:
     """A container's life: import the handler, then one invocation after another until the stack stops."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in `make dev` reaches the whole process group
     if hasattr(sys.stdout, "reconfigure"):
@@ -122,7 +122,7 @@ def serve(function: str, connection: Connection, environment: dict[str, str]) ->
     faults.registry = _StackFaults(connection)  # type: ignore[assignment]
     faults.install()  # this process's botocore sessions carry the fault handler
     try:
-        handler = importlib.import_module(HANDLERS[function]).lambda_handler
+        handler = importlib.import_module(module).lambda_handler
     except BaseException:
         connection.send(("failed", traceback.format_exc()))
         return
@@ -149,11 +149,11 @@ def serve(function: str, connection: Connection, environment: dict[str, str]) ->
 class Container:
     """One warm container of one function: the stack's end of the worker's pipe."""
 
-    def __init__(self, context: Any, function: str, environment: dict[str, str]) -> None:
+    def __init__(self, context: Any, function: str, module: str, environment: dict[str, str]) -> None:
         self.function = function
         self._connection, child_end = multiprocessing.Pipe()
         self.process = context.Process(
-            target=serve, args=(function, child_end, environment), name=f"container-{function}", daemon=True
+            target=serve, args=(function, module, child_end, environment), name=f"container-{function}", daemon=True
         )
         self.process.start()
         child_end.close()
@@ -212,9 +212,10 @@ class _Function:
 class ContainerPool:
     """What pollers, the scheduler and the gateway invoke: `invoke(function, event)` as Lambda's Invoke."""
 
-    def __init__(self, limits: Mapping[str, int] | None = None) -> None:
+    def __init__(self, limits: Mapping[str, int] | None = None, handlers: Mapping[str, str] = HANDLERS) -> None:
         self.limits = dict(limits or DEFAULT_CONCURRENCY)
-        self._functions = {name: _Function(self.limits.get(name, 1)) for name in HANDLERS}
+        self.handlers = dict(handlers)  # function name -> its handler's module
+        self._functions = {name: _Function(self.limits.get(name, 1)) for name in self.handlers}
         self._context: Any = None
         self._environment: dict[str, str] = {}
         self._stopped = False
@@ -228,7 +229,7 @@ class ContainerPool:
             if str(path) not in sys.path:
                 sys.path.insert(0, str(path))
         self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload([__name__, *HANDLERS.values()])
+        self._context.set_forkserver_preload([__name__, *self.handlers.values()])
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
@@ -238,7 +239,7 @@ class ContainerPool:
         takes it as it is now."""
         self.preload()
         self._environment = {**os.environ, **CONTAINER_ENVIRONMENT}
-        starting = [threading.Thread(target=self._prewarm, args=(name,)) for name in HANDLERS]
+        starting = [threading.Thread(target=self._prewarm, args=(name,)) for name in self.handlers]
         for thread in starting:
             thread.start()
         for thread in starting:
@@ -250,7 +251,7 @@ class ContainerPool:
     def _prewarm(self, name: str) -> None:
         function = self._functions[name]
         try:
-            container = Container(self._context, name, self._environment)
+            container = Container(self._context, name, self.handlers[name], self._environment)
         except ContainerFailed as failed:
             print(failed, file=sys.stderr, flush=True)
             return
@@ -287,7 +288,7 @@ class ContainerPool:
                 return function.idle.pop()  # the warmest: the one that finished last
             function.count += 1  # a cold start, taken while the lock is let go
         try:
-            return Container(self._context, name, self._environment)
+            return Container(self._context, name, self.handlers[name], self._environment)
         except BaseException:
             with function.free:
                 function.count -= 1
