@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from infra.local.containers import DEFAULT_CONCURRENCY, ConcurrencyRefused, parse_concurrency
 from infra.local.stack import LOCAL_META_VERIFY_TOKEN, LocalStack
@@ -40,7 +41,9 @@ def main() -> None:
     stack.start()
     stack.server.quiet = args.quiet  # type: ignore[attr-defined]
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=stack.server.shutdown).start())
-    _print_banner(stack)
+    demo = stack.demo_organization()  # while the functions' first containers start
+    stack.wait_until_warm()
+    _print_banner(stack, demo)
     try:
         stack.serve_forever()
     except KeyboardInterrupt:
@@ -49,9 +52,8 @@ def main() -> None:
         stack.stop()
 
 
-def _print_banner(stack: LocalStack) -> None:
+def _print_banner(stack: LocalStack, demo: dict[str, Any]) -> None:
     base = f"http://127.0.0.1:{stack.port}"
-    demo = stack.demo_organization()
     org, coach = demo["organizationId"], demo["users"]["coach"]["token"]
     lines = [
         f"LeadCRM local stack on {base}  (OpenAPI: {base}/openapi.json, Swagger UI: {base}/docs)",

@@ -218,6 +218,7 @@ class ContainerPool:
         self._functions = {name: _Function(self.limits.get(name, 1)) for name in self.handlers}
         self._context: Any = None
         self._environment: dict[str, str] = {}
+        self._starting: list[threading.Thread] = []
         self._stopped = False
 
     def preload(self) -> None:
@@ -235,18 +236,25 @@ class ContainerPool:
         forkserver.ensure_running()
 
     def start(self) -> None:
-        """One warm container per function. Call it once the stack's environment is complete: each container
-        takes it as it is now."""
+        """Start one warm container per function, in the background (`wait_until_warm` waits for them; an
+        invocation meanwhile waits for its function's). Call it once the stack's environment is complete:
+        each container takes it as it is now."""
         self.preload()
         self._environment = {**os.environ, **CONTAINER_ENVIRONMENT}
-        starting = [threading.Thread(target=self._prewarm, args=(name,)) for name in self.handlers]
-        for thread in starting:
+        self._starting = [threading.Thread(target=self._prewarm, args=(name,)) for name in self.handlers]
+        for function in self._functions.values():
+            with function.free:
+                function.count += 1  # taken now: an invocation waits for this container rather than fork another
+        for thread in self._starting:
             thread.start()
-        for thread in starting:
+
+    def wait_until_warm(self) -> None:
+        """Every function has its first warm container; ContainerFailed when one could not start."""
+        for thread in self._starting:
             thread.join()
-        for name, function in self._functions.items():
-            if not function.idle:
-                raise ContainerFailed(f"the {name} container did not start (see the log above)")
+        failed = [name for name, function in self._functions.items() if function.count == 0]
+        if failed:
+            raise ContainerFailed(f"the {', '.join(failed)} container(s) did not start (see the log above)")
 
     def _prewarm(self, name: str) -> None:
         function = self._functions[name]
@@ -254,10 +262,13 @@ class ContainerPool:
             container = Container(self._context, name, self.handlers[name], self._environment)
         except ContainerFailed as failed:
             print(failed, file=sys.stderr, flush=True)
+            with function.free:
+                function.count -= 1
+                function.free.notify()
             return
         with function.free:
             function.idle.append(container)
-            function.count += 1
+            function.free.notify()
 
     def invoke(self, name: str, event: dict[str, Any]) -> Any:
         from leadcrm.platform import clock

@@ -131,7 +131,7 @@ class LocalStack:
         os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
         # Links in mail (the bulk unsubscribe link) point back at this server.
         os.environ.setdefault("PUBLIC_API_URL", f"http://127.0.0.1:{self.port}")
-        self.lambdas.start()  # the environment is complete: the containers take it as it is now
+        self.lambdas.start()  # the environment is complete: the containers take it as it is now (warming up)
         self.pollers = [
             QueuePoller(self.lambdas, "graph_fetch", self.resources.graph_fetch_queue_url),
             QueuePoller(self.lambdas, "ingestion", self.resources.ingestion_queue_url),
@@ -139,6 +139,10 @@ class LocalStack:
         ]
         for thread in (*self.pollers, self.scheduler):
             thread.start()
+
+    def wait_until_warm(self) -> None:
+        """Each function has its first warm container (they start while the stack does the rest)."""
+        self.lambdas.wait_until_warm()
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)

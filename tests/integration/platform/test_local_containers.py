@@ -29,6 +29,7 @@ def pool_of() -> Iterator[PoolOf]:
     def make(limit: int) -> ContainerPool:
         pool = ContainerPool({"probe": limit}, handlers=PROBE)
         pool.start()
+        pool.wait_until_warm()
         pools.append(pool)
         return pool
 
