@@ -1,8 +1,11 @@
 """The typed settings of the database functions, read from the environment and validated once per process.
 
-pydantic-settings reads and checks them: a port that is no number, an unknown DB_AUTH_MODE or a missing
-DB_HOST is refused with the variable's name and what it is for (`SettingsError`), never a KeyError or a
-connection attempt to nowhere. Each part is validated on its first use and kept (`get_settings` is cached;
+pydantic checks them, each field read from its variable (its validation alias): a port that is no number,
+an unknown DB_AUTH_MODE or a missing DB_HOST is refused with the variable's name and what it is for
+(`SettingsError`), never a KeyError or a connection attempt to nowhere. Plain pydantic models fed
+`os.environ` rather than pydantic-settings' BaseSettings: these fields need nothing it adds (no JSON-valued
+variables, no .env files, no nested settings), and importing it cost every database function ~80 ms of
+its cold start. Each part is validated on its first use and kept (`get_settings` is cached;
 tests that change the environment call `get_settings.cache_clear()`); a function checks the parts it needs
 when it starts (`check_settings`, called from functions/<name>/settings.py).
 
@@ -12,33 +15,27 @@ The receivers outside the VPC (webhooks, graph_fetch) load no pydantic: what the
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from functools import cache, cached_property
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
-from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic_core import PydanticCustomError
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from leadcrm.platform.environment import Problem, Required, SettingsError, missing
 
 AuthMode = Literal["url", "secret", "iam"]
-S = TypeVar("S", bound=BaseSettings)
+S = TypeVar("S", bound=BaseModel)
 
-# A variable set to "" counts as not set (CDK and shells write empty values for "none").
-_FROM_THE_ENVIRONMENT = SettingsConfigDict(
-    case_sensitive=True,
-    env_ignore_empty=True,
-    extra="ignore",
-    frozen=True,
-    validate_by_name=True,
-    validate_by_alias=True,
-)
+# Read from the whole environment (every other variable ignored), by the variables' exact names; or given by
+# field name (an engine of one's own, tests).
+_FROM_THE_ENVIRONMENT = ConfigDict(extra="ignore", frozen=True, validate_by_name=True, validate_by_alias=True)
 # What each way of connecting cannot do without (by field name).
 NEEDED_BY_AUTH_MODE: dict[str, tuple[str, ...]] = {"url": ("url",), "secret": ("secret_arn",), "iam": ("host", "user")}
 
 
-class DatabaseSettings(BaseSettings):
+class DatabaseSettings(BaseModel):
     """How the engine reaches PostgreSQL: a URL (local stack, tests), or RDS Proxy with the credentials of a
     Secrets Manager secret (`secret`) or an IAM token minted per connection (`iam`)."""
 
@@ -83,7 +80,7 @@ class DatabaseSettings(BaseSettings):
         return self
 
 
-class EventBusSettings(BaseSettings):
+class EventBusSettings(BaseModel):
     """Where domain events are published (the outbox relay and the publish after commit)."""
 
     model_config = _FROM_THE_ENVIRONMENT
@@ -96,16 +93,21 @@ class EventBusSettings(BaseSettings):
     )
 
 
+def _environment() -> dict[str, Any]:
+    """The process's variables; one set to "" counts as not set (CDK and shells write empty values for none)."""
+    return {name: value for name, value in os.environ.items() if value != ""}
+
+
 def _load(settings_class: type[S]) -> S:
     """The part read from the environment, or SettingsError naming each variable at fault (never its value:
     a DATABASE_URL holds a password)."""
     try:
-        return settings_class()
+        return settings_class.model_validate(_environment())
     except ValidationError as error:
         raise SettingsError(_problems(settings_class, error)) from None
 
 
-def _problems(settings_class: type[BaseSettings], error: ValidationError) -> list[Problem]:
+def _problems(settings_class: type[BaseModel], error: ValidationError) -> list[Problem]:
     fields = settings_class.model_fields
     by_alias = {str(field.validation_alias): name for name, field in fields.items()}
 
