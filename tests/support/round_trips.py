@@ -10,8 +10,12 @@ that none gets slower unnoticed. Lower a budget when a route gets cheaper.
 
 from __future__ import annotations
 
+import json
+import uuid
 from dataclasses import dataclass
 from typing import Any
+
+from tests.support.events import http_api_event
 
 
 @dataclass(frozen=True)
@@ -27,23 +31,68 @@ class RouteBudget:
 
 
 ROUTES: tuple[RouteBudget, ...] = (
-    RouteBudget("staff create", "POST", "/leads", {"name": "Ada Lovelace", "email": "{unique}@example.com"},
-                budget=4, status=201),
-    RouteBudget("public capture", "POST", "/leads/organization/{orgId}",
-                {"name": "Web Lead", "email": "{unique}@example.com"}, budget=4, status=201, public=True),
+    RouteBudget(
+        "staff create",
+        "POST",
+        "/leads",
+        {"name": "Ada Lovelace", "email": "{unique}@example.com"},
+        budget=4,
+        status=201,
+    ),
+    RouteBudget(
+        "public capture",
+        "POST",
+        "/leads/organization/{orgId}",
+        {"name": "Web Lead", "email": "{unique}@example.com"},
+        budget=4,
+        status=201,
+        public=True,
+    ),
     RouteBudget("GET lead", "GET", "/leads/{leadId}", budget=2),
     RouteBudget("list page", "GET", "/leads", budget=1),
     RouteBudget("search page", "GET", "/leads", query={"search": "ada"}, budget=1),
     RouteBudget("stage move", "PATCH", "/leads/{leadId}", {"status": "contacted"}, budget=4),
-    RouteBudget("touch with outcome", "POST", "/leads/{leadId}/touches",
-                {"channel": "call", "outcome": "callback_requested"}, budget=5),
-    RouteBudget("touch, no answer", "POST", "/leads/{leadId}/touches",
-                {"channel": "call", "outcome": "no_answer"}, budget=5),
-    RouteBudget("schedule follow-up", "PUT", "/leads/{leadId}/follow-up",
-                {"at": "2030-01-01T10:00:00Z", "type": "call"}, budget=4),
+    RouteBudget(
+        "touch with outcome",
+        "POST",
+        "/leads/{leadId}/touches",
+        {"channel": "call", "outcome": "callback_requested"},
+        budget=5,
+    ),
+    RouteBudget(
+        "touch, no answer", "POST", "/leads/{leadId}/touches", {"channel": "call", "outcome": "no_answer"}, budget=5
+    ),
+    RouteBudget(
+        "schedule follow-up",
+        "PUT",
+        "/leads/{leadId}/follow-up",
+        {"at": "2030-01-01T10:00:00Z", "type": "call"},
+        budget=4,
+    ),
     RouteBudget("work queue", "GET", "/leads/queue", budget=3),
     RouteBudget("urgent prompt", "GET", "/urgent-prompt", budget=3),
     RouteBudget("task list", "GET", "/tasks", budget=2),
     RouteBudget("create task", "POST", "/tasks", {"title": "Call back"}, budget=3, status=201),
     RouteBudget("pipelines", "GET", "/pipelines", budget=3),
 )
+
+
+def route_event(route: RouteBudget, organization_id: uuid.UUID | str, subject: str, lead_id: str) -> dict[str, Any]:
+    """The API Gateway event of one call of `route` by `subject` in the organization, on the lead `lead_id`."""
+    values = {"orgId": str(organization_id), "leadId": lead_id, "unique": uuid.uuid4().hex[:12]}
+    path = _fill(route.path, values)
+    body = _fill(route.body, values)
+    if route.public:
+        return http_api_event(route.method, path, sub=None, body=body, query=route.query, authorizer=False)
+    return http_api_event(
+        route.method, f"/organizations/{organization_id}{path}", sub=subject, body=body, query=route.query
+    )
+
+
+def _fill(value: Any, values: dict[str, str]) -> Any:
+    if value is None:
+        return None
+    text = json.dumps(value)
+    for key, replacement in values.items():
+        text = text.replace("{" + key + "}", replacement)
+    return json.loads(text)

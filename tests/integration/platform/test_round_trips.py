@@ -3,10 +3,6 @@ lambda_handler, the membership check and publishing after commit included (tests
 
 from __future__ import annotations
 
-import json
-import uuid
-from typing import Any
-
 import pytest
 
 from leadcrm.platform.db.engine import get_engine
@@ -14,27 +10,7 @@ from tests.support.api import invoke, leads_path
 from tests.support.database import count_statements
 from tests.support.events import http_api_event
 from tests.support.factories import StaffCaller, make_caller
-from tests.support.round_trips import ROUTES, RouteBudget
-
-
-def _fill(value: Any, values: dict[str, str]) -> Any:
-    if value is None:
-        return None
-    text = json.dumps(value)
-    for key, replacement in values.items():
-        text = text.replace("{" + key + "}", replacement)
-    return json.loads(text)
-
-
-def _event(route: RouteBudget, caller: StaffCaller, lead_id: str) -> dict[str, Any]:
-    values = {"orgId": str(caller.org_id), "leadId": lead_id, "unique": uuid.uuid4().hex[:12]}
-    path = _fill(route.path, values)
-    if not route.public:
-        path = f"/organizations/{caller.org_id}{path}"
-    body = _fill(route.body, values)
-    if route.public:
-        return http_api_event(route.method, path, sub=None, body=body, query=route.query, authorizer=False)
-    return http_api_event(route.method, path, sub=caller.sub, body=body, query=route.query)
+from tests.support.round_trips import ROUTES, RouteBudget, route_event
 
 
 def _new_lead(caller: StaffCaller) -> str:
@@ -49,8 +25,8 @@ def test_a_route_sends_no_more_statements_than_its_budget(route: RouteBudget):
     """Counted on the route's second call in an organization: the first does first-use work (the default
     pipeline)."""
     caller = make_caller()
-    invoke(_event(route, caller, _new_lead(caller)))
-    event = _event(route, caller, _new_lead(caller))
+    invoke(route_event(route, caller.org_id, caller.sub, _new_lead(caller)))
+    event = route_event(route, caller.org_id, caller.sub, _new_lead(caller))
     with count_statements(get_engine()) as sent:
         response = invoke(event)
     assert response.status == route.status, response.body
