@@ -22,7 +22,6 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from api.http import error_response, json_response, outsider_refusal
-from api.links import link_operations
 from api.operations import BEARER
 from api.request_log import logged
 from api.routing import LazyResolver, in_resolution_order, index_text
@@ -183,6 +182,8 @@ def _configure_document() -> None:
 def every_route_loaded() -> LazyResolver:
     """The resolver with every route module included, and the links between operations written (they need
     every route, and serve only the document): the OpenAPI document, and tests that walk every route."""
+    from api.links import link_operations
+
     app.include_every_module()
     link_operations(app)
     _configure_document()
