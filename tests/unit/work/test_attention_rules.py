@@ -21,6 +21,7 @@ from leadcrm.work.rules.attention import (
     follow_up_reason,
     is_seed_call,
     is_urgent_for_prompt,
+    lead_count_limit,
     lead_reasons,
     new_lead_sla,
     org_day,
@@ -286,6 +287,20 @@ def test_review_goes_to_leads_only_when_leads_outnumber_tasks():
         review_target(UrgentCounts(overdue_tasks=1, due_today_tasks=1, leads_needing_attention=2)) is ReviewTarget.TASKS
     )
     assert review_target(UrgentCounts()) is ReviewTarget.TASKS
+
+
+def test_the_lead_count_shown_stops_at_100():
+    assert UrgentCounts(leads_needing_attention=99).leads_shown == 99
+    assert not UrgentCounts(leads_needing_attention=99).leads_capped
+    assert UrgentCounts(leads_needing_attention=150).leads_shown == 100
+    assert UrgentCounts(leads_needing_attention=100).leads_capped
+
+
+def test_leads_are_counted_to_100_or_one_past_the_tasks_whichever_is_more():
+    assert lead_count_limit(0) == 100
+    assert lead_count_limit(99) == 100
+    assert lead_count_limit(100) == 101
+    assert lead_count_limit(250) == 251
 
 
 def test_snooze_one_hour_is_an_hour_from_now():
