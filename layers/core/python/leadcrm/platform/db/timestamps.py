@@ -6,10 +6,12 @@ PostgreSQL's ISO output (`2026-12-02 06:20:43.5+00`, `+05:30`, LMT offsets such 
 below 1000 written with four digits) is exactly what `datetime.fromisoformat` reads since Python 3.11, in
 ~0.3 µs.
 
-What ISO parsing refuses is handed to pg8000's own converter, so those values come back exactly as before:
-`infinity` / `-infinity` (a string), BC dates and years past 9999 (which `datetime` cannot hold: the
-string), and any non-ISO DateStyle. `fromisoformat` never accepts such a value with another meaning: a BC
-value carries a trailing " BC", which it rejects.
+What ISO parsing refuses is handed to pg8000's own converter, so those values come back as before:
+`infinity` / `-infinity` (a string), years past 9999 (which `datetime` cannot hold: the string), any
+non-ISO DateStyle. A BC value (a trailing " BC", which `fromisoformat` rejects) is the string, as pg8000
+gives it for dates and timestamptz; for a plain timestamp pg8000's fallback (dateutil) would read it as the
+same year AD, so it is answered here. One value now reads better than before: an offset with seconds
+(`+05:53:28`, local mean time before ~1900), which pg8000 returned as the string, is a datetime.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pg8000 import converters
 DATE_OID = converters.DATE
 TIMESTAMP_OID = converters.TIMESTAMP
 TIMESTAMPTZ_OID = converters.TIMESTAMPTZ
+BC = " BC"
 
 
 def timestamptz_in(data: str) -> datetime | str:
@@ -36,6 +39,8 @@ def timestamp_in(data: str) -> datetime | str:
     try:
         return datetime.fromisoformat(data)
     except ValueError:
+        if data.endswith(BC):
+            return data
         return converters.timestamp_in(data)
 
 
