@@ -21,7 +21,6 @@ from leadcrm.work.rules.attention import (
     follow_up_reason,
     is_seed_call,
     is_urgent_for_prompt,
-    lead_count_limit,
     lead_reasons,
     new_lead_sla,
     org_day,
@@ -294,13 +293,6 @@ def test_the_lead_count_shown_stops_at_100():
     assert not UrgentCounts(leads_needing_attention=99).leads_capped
     assert UrgentCounts(leads_needing_attention=150).leads_shown == 100
     assert UrgentCounts(leads_needing_attention=100).leads_capped
-
-
-def test_leads_are_counted_to_100_or_one_past_the_tasks_whichever_is_more():
-    assert lead_count_limit(0) == 100
-    assert lead_count_limit(99) == 100
-    assert lead_count_limit(100) == 101
-    assert lead_count_limit(250) == 251
 
 
 def test_snooze_one_hour_is_an_hour_from_now():

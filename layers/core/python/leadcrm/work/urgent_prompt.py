@@ -5,7 +5,7 @@ Items: the caller's own open tasks due before today / today (organization-local)
 admins, the leads in an urgent attention state (an unanswered inbound, an untouched new lead past the SLA,
 a due follow-up that no open linked contact task stands for: that one is a task item, never both). Counted
 in SQL, in one statement, up to the 100 the dashboard can show ("99+"; more only for someone with 100
-urgent tasks or more, see `lead_count_limit`); `urgent_counts` is also what the daily digest sends.
+urgent tasks or more, see `UrgentCounts`); `urgent_counts` is also what the daily digest sends.
 
 State (staff_prompt_states): the organization-local day the prompt was last shown, and a snooze. Handled
 items need no state: they simply drop out of the live counts.
@@ -19,6 +19,7 @@ from datetime import datetime
 
 from sqlalchemy import (
     Boolean,
+    ColumnElement,
     Connection,
     Select,
     and_,
@@ -48,7 +49,6 @@ from leadcrm.work.rules.attention import (
     UrgentCounts,
     counts_leads,
     decide_prompt,
-    lead_count_limit,
     new_lead_sla,
     org_day,
     sees_prompt,
@@ -90,7 +90,9 @@ def build_task_counts_query(organization_id: uuid.UUID, user_id: uuid.UUID, day:
     )
 
 
-def build_lead_count_query(organization_id: uuid.UUID, *, now: datetime, day: OrgDay, limit: int) -> Select:
+def build_lead_count_query(
+    organization_id: uuid.UUID, *, now: datetime, day: OrgDay, limit: int | ColumnElement[int]
+) -> Select:
     """Leads in an urgent attention state, counted up to `limit`: one branch per reason, each on its partial
     index. The branches are made disjoint (a later one leaves out what an earlier one counts), so a plain
     UNION ALL counts each lead once and stops as soon as `limit` leads are found."""
@@ -120,21 +122,16 @@ def _counts(
     now: datetime,
     day: OrgDay,
 ) -> UrgentCounts:
-    task_counts = build_task_counts_query(organization_id, user_id, day).subquery("task_counts")
-    with_leads = counts_leads(role)
-    lead_count = (
-        build_lead_count_query(organization_id, now=now, day=day, limit=URGENT_LEADS_SHOWN_CAP).scalar_subquery()
-        if with_leads
-        else literal(0)
-    )
+    task_counts = build_task_counts_query(organization_id, user_id, day).cte("task_counts")
+    lead_count: ColumnElement[int] = literal(0)
+    if counts_leads(role):
+        # Up to the cap shown, or one past the tasks if they are more: "leads outnumber tasks" stays exact.
+        limit = select(
+            func.greatest(URGENT_LEADS_SHOWN_CAP, task_counts.c.overdue + task_counts.c.due_today + 1)
+        ).scalar_subquery()
+        lead_count = build_lead_count_query(organization_id, now=now, day=day, limit=limit).scalar_subquery()
     row = conn.execute(select(task_counts.c.overdue, task_counts.c.due_today, lead_count.label("leads"))).one()
-    leads_counted = row.leads
-    limit = lead_count_limit(row.overdue + row.due_today)
-    if with_leads and leads_counted >= URGENT_LEADS_SHOWN_CAP and limit > URGENT_LEADS_SHOWN_CAP:
-        # Someone with 100 urgent tasks or more: count on until the leads outnumber them, or not (rare).
-        recount = build_lead_count_query(organization_id, now=now, day=day, limit=limit)
-        leads_counted = conn.execute(recount).scalar_one()
-    return UrgentCounts(overdue_tasks=row.overdue, due_today_tasks=row.due_today, leads_needing_attention=leads_counted)
+    return UrgentCounts(overdue_tasks=row.overdue, due_today_tasks=row.due_today, leads_needing_attention=row.leads)
 
 
 def urgent_counts(

@@ -286,9 +286,9 @@ class SnoozeUntil(StrEnum):
 
 @dataclass(frozen=True)
 class UrgentCounts:
-    """`leads_needing_attention` is exact below `URGENT_LEADS_SHOWN_CAP`; from there it is a lower bound
-    that is still more than `tasks` whenever the real count is (see `lead_count_limit`), so `is_blocking` and
-    `review_target` decide as on the exact count. What people see is `leads_shown`."""
+    """`leads_needing_attention` is counted up to `URGENT_LEADS_SHOWN_CAP`, or to one past `tasks` when
+    they are more: exact below that, and still more than `tasks` whenever the real count is, so `is_blocking`
+    and `review_target` decide as on the exact count. What people see is `leads_shown`."""
 
     overdue_tasks: int = 0
     due_today_tasks: int = 0
@@ -311,12 +311,6 @@ class UrgentCounts:
     def leads_capped(self) -> bool:
         """There may be more leads than `leads_shown`."""
         return self.leads_needing_attention >= URGENT_LEADS_SHOWN_CAP
-
-
-def lead_count_limit(tasks: int) -> int:
-    """How many urgent leads to count at most for someone with `tasks` urgent tasks: enough for the cap
-    shown, and one more than the tasks, so "leads outnumber tasks" (the review target) is still exact."""
-    return max(URGENT_LEADS_SHOWN_CAP, tasks + 1)
 
 
 @dataclass(frozen=True)
