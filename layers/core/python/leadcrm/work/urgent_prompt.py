@@ -91,7 +91,7 @@ def build_task_counts_query(organization_id: uuid.UUID, user_id: uuid.UUID, day:
 
 
 def build_lead_count_query(
-    organization_id: uuid.UUID, *, now: datetime, day: OrgDay, limit: int | ColumnElement[int]
+    organization_id: uuid.UUID, *, now: datetime, day: OrgDay, limit: int | ColumnElement[int] = URGENT_LEADS_SHOWN_CAP
 ) -> Select:
     """Leads in an urgent attention state, counted up to `limit`: one branch per reason, each on its partial
     index. The branches are made disjoint (a later one leaves out what an earlier one counts), so a plain
