@@ -1,7 +1,10 @@
 """The lead's timeline entries (lead_activity_events).
 
-Activity writes are best-effort: they never fail the operation they record. Each runs in a SAVEPOINT, so
-a failed insert rolls back only itself and the caller's transaction carries on.
+Activity writes are best-effort: they never fail the operation they record. One in a statement of its own
+runs in a SAVEPOINT, so a failed insert rolls back only itself and the caller's transaction carries on.
+Entries carried by the write they record (`activities_insert`, a data-modifying CTE of it: no round trips
+of their own) are built so that they cannot fail there: new ids, code-defined types, the locked lead, and
+ON CONFLICT DO NOTHING.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Text, Uuid, insert, select
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.leads.tables import lead_activity_events
 from leadcrm.platform.db.recordsets import recordset
@@ -49,6 +53,19 @@ def record_activity(
                 "actor_user_id": actor_user_id,
             }
         ],
+    )
+
+
+def activities_insert(rows: list[dict[str, Any]], name: str = "activities") -> Any:
+    """Many timeline entries as one INSERT for another statement to carry as a CTE (`name`: its parameter's,
+    unique in that statement); each row names the columns above."""
+    source = recordset(
+        name, name, [{"id": uuid7(), "payload": {}, "actor_user_id": None, **row} for row in rows], _COLUMNS
+    )
+    return (
+        pg_insert(lead_activity_events)
+        .from_select(list(_COLUMNS), select(*(source.c[n] for n in _COLUMNS)))
+        .on_conflict_do_nothing()
     )
 
 
