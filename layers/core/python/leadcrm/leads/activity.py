@@ -3,8 +3,7 @@
 Activity writes are best-effort: they never fail the operation they record. One in a statement of its own
 runs in a SAVEPOINT, so a failed insert rolls back only itself and the caller's transaction carries on.
 Entries carried by the write they record (`activities_insert`, a data-modifying CTE of it: no round trips
-of their own) are built so that they cannot fail there: new ids, code-defined types, the locked lead, and
-ON CONFLICT DO NOTHING.
+of their own) are built so that they cannot fail there: new ids, code-defined types, the locked lead.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any
 
 from sqlalchemy import Connection, Text, Uuid, insert, select
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.leads.tables import lead_activity_events
 from leadcrm.platform.db.recordsets import recordset
@@ -62,11 +60,9 @@ def activities_insert(rows: list[dict[str, Any]], name: str = "activities") -> A
     source = recordset(
         name, name, [{"id": uuid7(), "payload": {}, "actor_user_id": None, **row} for row in rows], _COLUMNS
     )
-    return (
-        pg_insert(lead_activity_events)
-        .from_select(list(_COLUMNS), select(*(source.c[n] for n in _COLUMNS)))
-        .on_conflict_do_nothing()
-    )
+    # Core insert, not postgresql.insert: SQLAlchemy caches its compiled form (the dialect's Insert it does
+    # not), and nothing can conflict here (new ids; the one unique index needs a source_event_id).
+    return insert(lead_activity_events).from_select(list(_COLUMNS), select(*(source.c[n] for n in _COLUMNS)))
 
 
 def record_activities(conn: Connection, rows: list[dict[str, Any]]) -> bool:

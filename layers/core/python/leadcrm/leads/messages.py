@@ -28,10 +28,10 @@ class LeadCreated:
 @dataclass(frozen=True)
 class CreationWrites:
     """What a subscriber writes with a new lead, in the lead's own INSERT (one round trip): values of the
-    lead row's columns (SQL expressions allowed, which may read the CTEs), and data-modifying CTEs it carries
-(each named by its subscriber). Built
-    so that they cannot fail (values valid by construction, conflicts ignored): a failure would fail the
-    create, which they must never do."""
+        lead row's columns (SQL expressions allowed, which may read the CTEs), and data-modifying CTEs it carries
+    (each named by its subscriber). Built
+        so that they cannot fail (values valid by construction, conflicts ignored): a failure would fail the
+        create, which they must never do."""
 
     lead_values: Mapping[str, Any] = field(default_factory=dict)
     statements: Sequence[Any] = ()

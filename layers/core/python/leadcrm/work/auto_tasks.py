@@ -8,8 +8,8 @@ so no task (no owner, a conflict) means no seed either.
 It never blocks the create (spec "Auto-task never blocks lead create"). The task shares the lead's statement
 (no SAVEPOINT round trips), so it is built to be unable to fail there: tomorrow is computed here in the
 organization's timezone (an unknown zone: no task, logged), the owner is read by the statement itself (none:
-no row), the ids are new and a conflict is ignored (ON CONFLICT DO NOTHING); a builder that raises is logged
-and the lead is created without its task.
+no row), the task's id is new and so is its lead (the one-open-contact-task index cannot conflict); a builder
+that raises is logged and the lead is created without its task.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from datetime import date, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import CTE, Date, literal, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import CTE, Date, insert, literal, select
 
 from leadcrm.directory.rules import MembershipStatus, Role
 from leadcrm.directory.tables import memberships
@@ -69,7 +68,7 @@ def _owner(organization_id: uuid.UUID) -> CTE:
 
 
 def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: str, due_date: date) -> Any:
-    """One INSERT … SELECT from the owner, RETURNING the row it wrote: no owner (or a conflict) means none."""
+    """One INSERT … SELECT from the owner, RETURNING the row it wrote: no owner means none."""
     owner = _owner(organization_id)
     row = select(
         literal(uuid7()),
@@ -82,8 +81,9 @@ def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: 
         owner.c.user_id,
         literal(lead_id),
     )
+    # Core insert, not postgresql.insert: SQLAlchemy caches the create's compiled statement only with it.
     return (
-        pg_insert(tasks)
+        insert(tasks)
         .from_select(
             [
                 tasks.c.id,
@@ -98,6 +98,5 @@ def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: 
             ],
             row,
         )
-        .on_conflict_do_nothing()
         .returning(tasks.c.id)
     )
