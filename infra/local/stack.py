@@ -443,7 +443,7 @@ class LocalStack:
     def idle(self, data: dict[str, Any]) -> Reply:
         from leadcrm.platform.adapters.aws import client
         from leadcrm.platform.db.engine import get_engine
-        from leadcrm.platform.outbox import unpublished_count
+        from leadcrm.platform.outbox import undelivered_count
 
         sqs = client("sqs")
         waiting = {}
@@ -454,7 +454,7 @@ class LocalStack:
             )["Attributes"]
             waiting[name] = sum(int(v) for v in attributes.values())
         with get_engine().connect() as conn:
-            unpublished = unpublished_count(conn)
+            unpublished = undelivered_count(conn)
         busy = [p.function for p in self.pollers if p.busy]
         idle = not busy and not any(waiting.values()) and unpublished == 0
         return _json(200, {"data": {"idle": idle, "queues": waiting, "busy": busy, "unpublishedEvents": unpublished}})
