@@ -107,9 +107,9 @@ lint: install  ## ruff, and the architecture's import contracts (pyproject [tool
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
 
-openapi: install  ## writes openapi.json from the API's routes
-	$(BIN)/python -c "import api.handler as h; open('openapi.json', 'w').write(h.openapi_text())"
-	@echo "wrote openapi.json"
+openapi: install  ## writes openapi.json and the route index (functions/api/route_index.json) from the API's routes
+	$(BIN)/python -c "import api.handler as h; open('functions/api/route_index.json', 'w').write(h.route_index_text()); open('openapi.json', 'w').write(h.openapi_text())"
+	@echo "wrote openapi.json and functions/api/route_index.json"
 
 synth: install  ## synthesizes the CDK app offline into cdk.out/ (with SYNTH_CONTEXT, default infra/test-context.json)
 	$(BIN)/python infra/app.py --context-file $(SYNTH_CONTEXT)

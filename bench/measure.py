@@ -56,3 +56,16 @@ def time_calls(call: Callable[[int], object], *, requests: int, warmup: int) -> 
         call(warmup + i)
         samples.append((time.perf_counter() - started) * 1000)
     return summarize(samples)
+
+
+def time_round_robin(calls: dict[str, Callable[[int], object]], *, requests: int, warmup: int) -> dict[str, Latency]:
+    """Each call in turn, `warmup` rounds unmeasured then `requests` measured: on a shared, noisy machine a
+    burst of load slows every call alike, so their ratios hold while the milliseconds move."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for i in range(warmup + requests):
+        for name, call in calls.items():
+            started = time.perf_counter()
+            call(i)
+            if i >= warmup:
+                samples[name].append((time.perf_counter() - started) * 1000)
+    return {name: summarize(values) for name, values in samples.items()}

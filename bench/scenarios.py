@@ -240,15 +240,22 @@ def measure_list_shape(shape: ListShape, *, requests: int, warmup: int) -> Laten
     return time_calls(_pager(shape, _service_page), requests=requests, warmup=warmup)
 
 
-def measure_baseline(org: BigOrg, *, requests: int, warmup: int) -> Latency:
+BASELINE_NAME = "bare SELECT … ORDER BY id DESC LIMIT 50"
+
+
+def baseline_call(organization_id: uuid.UUID) -> Callable[[int], None]:
     """A bare first page by the (organization_id, id) index: what any list costs at the least here."""
     statement = text("SELECT * FROM leads WHERE organization_id = :o ORDER BY id DESC LIMIT 50")
 
     def call(_: int) -> None:
         with UnitOfWork() as uow:
-            uow.connection.execute(statement, {"o": org.id}).all()
+            uow.connection.execute(statement, {"o": organization_id}).all()
 
-    return time_calls(call, requests=requests, warmup=warmup)
+    return call
+
+
+def measure_baseline(org: BigOrg, *, requests: int, warmup: int) -> Latency:
+    return time_calls(baseline_call(org.id), requests=requests, warmup=warmup)
 
 
 def plan_summary(conn: Connection, shape: ListShape) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """API function: API Gateway HTTP API (payload v2) events in, our JSON out.
 
-Routes live in one Router per area; this module wires them, maps every error onto the one error shape,
-and serves the OpenAPI document. Every request's log lines carry API Gateway's request id as their
-correlation id, and each request ends with one line of its own (api.request_log).
+Routes live in one Router per area; this module names them (each is imported by the first request that
+needs it, api.routing), maps every error onto the one error shape, and serves the OpenAPI document. Every
+request's log lines carry API Gateway's request id as their correlation id, and each request ends with one
+line of its own (api.request_log).
 """
 
 from __future__ import annotations
@@ -17,24 +18,13 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from api.analytics import analytics, attribution
-from api.conversations import bulk_email, consent, conversations
-from api.deals import deals, handovers
-from api.directory import organization
 from api.http import error_response, json_response, outsider_refusal
-from api.ingestion import integrations, lead_imports
-from api.leads import campaigns, capture, conversion, erase, lead_moves, lead_reads, leads, returning, tags
-from api.links import link_operations
 from api.operations import BEARER
-from api.pipelines import pipelines
-from api.qualification import merges, qualification
-from api.request_log import RoutedResolver, logged
-from api.tickets import ticket_config, tickets
-from api.work import follow_ups, queue, tasks, urgent_prompt
+from api.request_log import logged
+from api.routing import LazyResolver, in_resolution_order, index_text
 from leadcrm.platform.errors import AppError, BadRequest
 from leadcrm.platform.json_limits import BodyTooLarge, loads
 from leadcrm.platform.telemetry import instrumented
@@ -71,42 +61,43 @@ def _parse_body(text: str) -> Any:
 
 
 # A response that breaks its own schema is our bug: a 500, never blamed on the request.
-app = RoutedResolver(
-    enable_validation=True, response_validation_error_http_code=500, json_body_deserializer=_parse_body
+app = LazyResolver(enable_validation=True, response_validation_error_http_code=500, json_body_deserializer=_parse_body)
+# Every route module, in the order the full API includes them (api.routing imports each on first need, and
+# keeps this order's precedence). Literal paths (…/leads/campaigns, …/leads/bulk-move-stage) come before
+# …/leads/<leadId>.
+ROUTE_MODULES = tuple(
+    f"api.{area}"
+    for area in (
+        "leads.campaigns",
+        "leads.tags",
+        "work.queue",
+        "leads.erase",
+        "work.follow_ups",
+        "leads.lead_moves",
+        "leads.conversion",
+        "leads.returning",
+        "leads.capture",
+        "pipelines.pipelines",
+        "work.tasks",
+        "work.urgent_prompt",
+        "ingestion.integrations",
+        "ingestion.lead_imports",
+        "conversations.conversations",
+        "conversations.consent",
+        "conversations.bulk_email",
+        "analytics.analytics",
+        "analytics.attribution",
+        "qualification.qualification",
+        "qualification.merges",
+        "deals.deals",
+        "deals.handovers",
+        "directory.organization",
+        "tickets.tickets",
+        "tickets.ticket_config",
+        "leads.leads",
+        "leads.lead_reads",
+    )
 )
-# Literal paths (…/leads/campaigns, …/leads/bulk-move-stage) are registered before …/leads/<leadId>.
-for area in (
-    campaigns,
-    tags,
-    queue,
-    erase,
-    follow_ups,
-    lead_moves,
-    conversion,
-    returning,
-    capture,
-    pipelines,
-    tasks,
-    urgent_prompt,
-    integrations,
-    lead_imports,
-    conversations,
-    consent,
-    bulk_email,
-    analytics,
-    attribution,
-    qualification,
-    merges,
-    deals,
-    handovers,
-    organization,
-    tickets,
-    ticket_config,
-    leads,
-    lead_reads,
-):
-    app.include_router(area.router)
-link_operations(app)
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
@@ -160,33 +151,49 @@ def require_object_body(app: APIGatewayHttpResolver, next_middleware: NextMiddle
 app.use(middlewares=[require_object_body])
 
 
-# The document's frame; each operation documents itself where its route is declared (api.operations).
-app.configure_openapi(
-    title="LeadCRM API",
-    version="0.1.0",
-    description=(
-        'Lead management for coaches and studios. JSON is camelCase; a success is `{"data": …}`, a list '
-        '`{"data": [...], "nextCursor": "…"|null}` (keyset pages: pass `nextCursor` back as `cursor`), and every '
-        'error `{"error": {"code", "message", …}}`: each operation lists the codes it can answer. An id from '
-        "another organization answers 404 exactly as an unknown id; a caller who is not a member of the path's "
-        "organization gets 403 NOT_A_MEMBER before any other refusal."
-    ),
-    tags=[Tag(name=name, description=text) for name, text in CAPABILITY_TAGS.items()],
-    security_schemes={
-        BEARER: HTTPBearer(
-            bearerFormat="JWT",
-            description="The identity provider's JWT (API Gateway's JWT authorizer verifies it); roles are read "
-            "from the organization's memberships on every request, never from the token.",
-        )
-    },
-    security=[{BEARER: []}],
-)
+def _configure_document() -> None:
+    """The document's frame; each operation documents itself where its route is declared (api.operations).
+    Only the document reads it, so its models (Powertools' OpenAPI pydantic models) load with the document."""
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer, Tag
+
+    app.configure_openapi(
+        title="LeadCRM API",
+        version="0.1.0",
+        description=(
+            'Lead management for coaches and studios. JSON is camelCase; a success is `{"data": …}`, a list '
+            '`{"data": [...], "nextCursor": "…"|null}` (keyset pages: pass `nextCursor` back as `cursor`), and every '
+            'error `{"error": {"code", "message", …}}`: each operation lists the codes it can answer. An id from '
+            "another organization answers 404 exactly as an unknown id; a caller who is not a member of the path's "
+            "organization gets 403 NOT_A_MEMBER before any other refusal."
+        ),
+        tags=[Tag(name=name, description=text) for name, text in CAPABILITY_TAGS.items()],
+        security_schemes={
+            BEARER: HTTPBearer(
+                bearerFormat="JWT",
+                description="The identity provider's JWT (API Gateway's JWT authorizer verifies it); roles are read "
+                "from the organization's memberships on every request, never from the token.",
+            )
+        },
+        security=[{BEARER: []}],
+    )
+
+
+@cache
+def every_route_loaded() -> LazyResolver:
+    """The resolver with every route module included, and the links between operations written (they need
+    every route, and serve only the document): the OpenAPI document, and tests that walk every route."""
+    from api.links import link_operations
+
+    app.include_every_module()
+    link_operations(app)
+    _configure_document()
+    return app
 
 
 @cache
 def openapi_schema() -> dict[str, Any]:
     """The OpenAPI document, built once per container from the routes' declarations and types."""
-    return json.loads(app.get_openapi_json_schema())
+    return json.loads(every_route_loaded().get_openapi_json_schema())
 
 
 def openapi_text() -> str:
@@ -197,6 +204,15 @@ def openapi_text() -> str:
 @app.get("/openapi.json", include_in_schema=False)
 def openapi_document() -> Response[dict[str, Any]]:
     return json_response(200, openapi_schema())
+
+
+# Routes declared above are the frame, loaded with this module; every other route comes with its module.
+app.configure_modules(ROUTE_MODULES, frame_module=__name__)
+
+
+def route_index_text() -> str:
+    """api/route_index.json as `make openapi` commits it: every route in the order the resolver tries them."""
+    return index_text(in_resolution_order(app.registered_routes()))
 
 
 # Powertools validates a request (path, query, body) before any middleware or route runs, and a route reads

@@ -15,10 +15,15 @@ from api.fields import refuse_nul
 
 T = TypeVar("T")
 
+# Every body's validator and serializer is built on its first use, not when its module is imported: a cold
+# start imports only the route modules its request needs (api.routing), and even those hold many bodies a
+# request never meets. Subclasses inherit it with the rest of their model_config.
+DEFERRED = ConfigDict(defer_build=True)
+
 
 class CamelModel(BaseModel):
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", str_strip_whitespace=True
+        defer_build=True, alias_generator=to_camel, populate_by_name=True, extra="forbid", str_strip_whitespace=True
     )
 
     @field_validator("*", mode="after")
@@ -30,7 +35,7 @@ class CamelModel(BaseModel):
 class OutModel(BaseModel):
     """A response body: camelCase out, and columns the client does not see are simply left out."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(defer_build=True, alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
 class PeriodOut(OutModel):
@@ -159,6 +164,10 @@ class _NamedByContent(OutModel):
         named = _NAMED.get(name)
         if named is None:
             named = _NAMED[name] = type(name, (parametrized,), {"__module__": cls.__module__, "__doc__": cls.__doc__})
+        elif parametrized not in named.__bases__:
+            # two content types of one name (route modules load in any order, api.routing: the first would
+            # silently serve both)
+            raise TypeError(f"{name} is already the envelope of another {_schema_name(params)}")
         return named
 
 
@@ -184,6 +193,8 @@ class ErrorDetail(BaseModel):
     """What went wrong: `code` is stable and machine-readable, `message` is for people and may change; some
     codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details)."""
 
+    model_config = DEFERRED
+
     code: str = Field(
         description="Stable error code; each response lists the ones it can carry", examples=["LEAD_NOT_FOUND"]
     )
@@ -193,6 +204,8 @@ class ErrorDetail(BaseModel):
 class Error(BaseModel):
     """Every error answer: `{"error": {"code", "message", …}}` (leadcrm.platform.errors)."""
 
+    model_config = DEFERRED
+
     error: ErrorDetail
 
 
@@ -200,9 +213,13 @@ class GatewayUnauthorized(BaseModel):
     """API Gateway's own 401, before the API runs: its JWT authorizer found no token, or one it does not
     accept (bad signature, issuer, audience, expired). The body is API Gateway's, not ours."""
 
+    model_config = DEFERRED
+
     message: str = Field(examples=["Unauthorized"])
 
 
 class Unauthorized(RootModel[Error | GatewayUnauthorized]):
     """A 401: API Gateway's own body (GatewayUnauthorized), or ours (Error, UNAUTHENTICATED) for a token the
     gateway accepted without the claims the API needs."""
+
+    model_config = DEFERRED

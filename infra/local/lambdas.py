@@ -1,7 +1,8 @@
-"""The five traffic functions, invoked in this process the way Lambda invokes them.
+"""The five traffic functions, invoked the way Lambda invokes them: their handlers, paths and context.
 
-A Lambda container runs one invocation at a time, and the handlers rely on that (the HTTP resolver keeps
-the current event on the app), so each function here is guarded by its own lock: one warm container each.
+`LocalLambdas` runs them in the calling process, one invocation at a time per function (a Lambda container
+runs one at a time, and the handlers rely on that: the HTTP resolver keeps the current event on the app).
+The local stack runs several such containers per function, each a process of its own (containers.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 REPO = Path(__file__).resolve().parents[2]
 # Lambda puts the shared code asset (functions/) and the layer (python/) on the path; so do we.
@@ -26,6 +27,12 @@ HANDLERS = {
     "graph_fetch": "graph_fetch.handler",
     "task_lifecycle": "task_lifecycle.handler",
 }
+
+
+class Invoker(Protocol):
+    """Lambda's Invoke as pollers and the scheduler use it: LocalLambdas, or the stack's ContainerPool."""
+
+    def invoke(self, name: str, event: dict[str, Any]) -> Any: ...
 
 
 @dataclass

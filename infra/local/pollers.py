@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from infra.local.aws import ACCOUNT, REGION
-from infra.local.lambdas import LocalLambdas
+from infra.local.lambdas import Invoker
 
 logger = logging.getLogger("leadcrm.local")
 
@@ -47,7 +47,7 @@ def sqs_event(queue_arn: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 class QueuePoller(threading.Thread):
-    def __init__(self, lambdas: LocalLambdas, function: str, queue_url: str) -> None:
+    def __init__(self, lambdas: Invoker, function: str, queue_url: str) -> None:
         super().__init__(name=f"poll-{function}", daemon=True)
         self.lambdas, self.function, self.queue_url = lambdas, function, queue_url
         self.queue_arn = f"arn:aws:sqs:{REGION}:{ACCOUNT}:{queue_url.rsplit('/', 1)[-1]}"
@@ -99,7 +99,7 @@ class QueuePoller(threading.Thread):
 class Scheduler(threading.Thread):
     """EventBridge Scheduler stand-in: invokes task_lifecycle with `{"job": name}` on each job's rate."""
 
-    def __init__(self, lambdas: LocalLambdas, rates: dict[str, int]) -> None:
+    def __init__(self, lambdas: Invoker, rates: dict[str, int]) -> None:
         super().__init__(name="scheduler", daemon=True)
         self.lambdas, self.rates = lambdas, rates
         self._next = {job: time.monotonic() + seconds for job, seconds in rates.items()}

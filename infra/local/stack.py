@@ -1,4 +1,5 @@
-"""The whole product on one machine: PostgreSQL, moto, the five traffic functions, pollers, a scheduler and HTTP."""
+"""The whole product on one machine: PostgreSQL, moto, the five traffic functions (each in warm containers of its
+own), pollers, a scheduler and HTTP."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,9 +18,9 @@ from urllib.parse import parse_qsl
 from infra.local import aws, docs, faults, ses
 from infra.local.auth import KEY_FILE, MAX_TTL_SECONDS, TOKEN_DAYS, JwtAuthorizer, LocalAuthority, TokenRefused
 from infra.local.clock import CLOCK_ROUTES
+from infra.local.containers import ContainerPool
 from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_result, make_server
 from infra.local.graph import LocalGraph
-from infra.local.lambdas import LocalLambdas
 from infra.local.pollers import QueuePoller, Scheduler
 from infra.local.postgres import LocalPostgres
 
@@ -73,12 +75,15 @@ def _error(status: int, code: str, message: str) -> Reply:
 
 
 class LocalStack:
-    def __init__(self, data_dir: Path, port: int, cors_origin: str = "*") -> None:
+    def __init__(
+        self, data_dir: Path, port: int, cors_origin: str = "*", concurrency: Mapping[str, int] | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.port = port
         self.cors_origin = cors_origin
         self.postgres: LocalPostgres | None = None
-        self.lambdas = LocalLambdas()
+        # Each function's warm containers, up to its concurrency limit (containers.py).
+        self.lambdas = ContainerPool(concurrency)
         # The issuer is this server's own URL, known only once it is bound: both are set in start().
         self.authority: LocalAuthority
         self.authorizer: JwtAuthorizer
@@ -88,6 +93,8 @@ class LocalStack:
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
+        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+        self.lambdas.preload()  # the handlers' imports, in the forkserver, while PostgreSQL and moto start
         database_url = os.environ.get("DATABASE_URL")
         if not database_url:
             self.postgres = LocalPostgres(self.data_dir / "postgres")
@@ -97,11 +104,10 @@ class LocalStack:
         aws.point_sdk_at(endpoint)
         faults.install()  # before any client is made: the functions' clients carry it too
         os.environ["DATABASE_URL"] = database_url
-        os.environ.setdefault("DB_POOL_SIZE", "8")  # the HTTP threads and pollers share this process
+        os.environ.setdefault("DB_POOL_SIZE", "8")  # the stack's own routes, on the HTTP threads (containers: 1)
         os.environ.setdefault("META_APP_SECRET", LOCAL_META_APP_SECRET)
         os.environ.setdefault("META_VERIFY_TOKEN", LOCAL_META_VERIFY_TOKEN)
         os.environ.setdefault("PSEUDONYM_KEY", LOCAL_PSEUDONYM_KEY)
-        os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
         os.environ["EVENT_BUS_NAME"] = aws.EVENT_BUS
         os.environ["SES_CONFIGURATION_SET"] = aws.CONFIGURATION_SET
         os.environ.setdefault("INBOUND_EMAIL_DOMAIN", aws.MAIL_DOMAIN)
@@ -114,7 +120,18 @@ class LocalStack:
         from leadcrm.platform.db.migrate import upgrade
 
         upgrade()
-        self.lambdas.load()
+        # Bound (and queuing connections) before the containers start: their environment names this URL.
+        self.server = make_server(self.port, self.dispatch)
+        self.port = self.server.server_address[1]
+        self.authority = LocalAuthority(self.data_dir / KEY_FILE, issuer=f"http://127.0.0.1:{self.port}/_local")
+        # What API Gateway is configured with (issuer, audiences) plus the JWKS it fetches from the issuer.
+        self.authorizer = self.authority.authorizer()
+        # Graph is this server's /_local/graph.
+        os.environ.setdefault("META_GRAPH_BASE_URL", f"http://127.0.0.1:{self.port}/_local/graph")
+        os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
+        # Links in mail (the bulk unsubscribe link) point back at this server.
+        os.environ.setdefault("PUBLIC_API_URL", f"http://127.0.0.1:{self.port}")
+        self.lambdas.start()  # the environment is complete: the containers take it as it is now (warming up)
         self.pollers = [
             QueuePoller(self.lambdas, "graph_fetch", self.resources.graph_fetch_queue_url),
             QueuePoller(self.lambdas, "ingestion", self.resources.ingestion_queue_url),
@@ -122,16 +139,10 @@ class LocalStack:
         ]
         for thread in (*self.pollers, self.scheduler):
             thread.start()
-        self.server = make_server(self.port, self.dispatch)
-        self.port = self.server.server_address[1]
-        self.authority = LocalAuthority(self.data_dir / KEY_FILE, issuer=f"http://127.0.0.1:{self.port}/_local")
-        # What API Gateway is configured with (issuer, audiences) plus the JWKS it fetches from the issuer.
-        self.authorizer = self.authority.authorizer()
-        # Graph is this server's /_local/graph (read by the functions only after the server is up).
-        os.environ.setdefault("META_GRAPH_BASE_URL", f"http://127.0.0.1:{self.port}/_local/graph")
-        os.environ.setdefault("TICKET_SURVEY_URL", f"http://127.0.0.1:{self.port}/public/ticket-surveys/")
-        # Links in mail (the bulk unsubscribe link) point back at this server.
-        os.environ.setdefault("PUBLIC_API_URL", f"http://127.0.0.1:{self.port}")
+
+    def wait_until_warm(self) -> None:
+        """Each function has its first warm container (they start while the stack does the rest)."""
+        self.lambdas.wait_until_warm()
 
     def serve_forever(self) -> None:
         self.server.serve_forever(poll_interval=0.2)
@@ -140,6 +151,7 @@ class LocalStack:
         for thread in (*self.pollers, self.scheduler):
             thread.stop()
         self.server.shutdown()
+        self.lambdas.stop()
         self.moto.stop()
         if self.postgres:
             self.postgres.stop()
@@ -431,7 +443,7 @@ class LocalStack:
     def idle(self, data: dict[str, Any]) -> Reply:
         from leadcrm.platform.adapters.aws import client
         from leadcrm.platform.db.engine import get_engine
-        from leadcrm.platform.outbox import unpublished_count
+        from leadcrm.platform.outbox import undelivered_count
 
         sqs = client("sqs")
         waiting = {}
@@ -442,7 +454,7 @@ class LocalStack:
             )["Attributes"]
             waiting[name] = sum(int(v) for v in attributes.values())
         with get_engine().connect() as conn:
-            unpublished = unpublished_count(conn)
+            unpublished = undelivered_count(conn)
         busy = [p.function for p in self.pollers if p.busy]
         idle = not busy and not any(waiting.values()) and unpublished == 0
         return _json(200, {"data": {"idle": idle, "queues": waiting, "busy": busy, "unpublishedEvents": unpublished}})

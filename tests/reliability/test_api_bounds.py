@@ -47,7 +47,9 @@ BOUNDS_EXAMPLES = int(os.environ.get("BOUNDS_EXAMPLES", "3"))
 
 def _request_fields() -> Iterator[tuple[str, Any, tuple[Any, ...]]]:
     """(where, leaf type, its constraints) for every value of every route's body and query, models walked."""
-    from api.handler import app
+    from api.handler import every_route_loaded
+
+    app = every_route_loaded()  # every route module (they load on demand, api.routing)
 
     seen: set[type] = set()
 

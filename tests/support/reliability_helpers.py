@@ -24,8 +24,9 @@ ROLES = ("owner", "admin", "coach", "member")
 
 def app_routes() -> set[str]:
     """Every route the API function serves, as `METHOD /openapi/{path}` (the resolver's own list)."""
-    from api.handler import app
+    from api.handler import every_route_loaded
 
+    app = every_route_loaded()  # route modules load on demand (api.routing): all of them, here
     return {f"{route.method} {route.openapi_path}" for route in (*app._static_routes, *app._dynamic_routes)}
 
 

@@ -36,7 +36,7 @@ def _out(view: PromptView) -> Envelope[UrgentPromptState]:
             counts=UrgentCountsOut(
                 overdue_tasks=counts.overdue_tasks,
                 due_today_tasks=counts.due_today_tasks,
-                leads_needing_attention=counts.leads_needing_attention,
+                leads_needing_attention=counts.leads_shown,
             ),
             snoozed_until=view.snoozed_until,
             review_target=view.review_target,

@@ -86,7 +86,7 @@ def _mails_to(address: str) -> int:
 
 
 def test_the_sweep_is_a_scheduled_job():
-    assert JOBS["queued_email_sweep"] is run_queued_email_sweep
+    assert JOBS["queued_email_sweep"].target is run_queued_email_sweep  # imported on first use (wiring)
 
 
 def test_a_message_that_never_reached_ses_is_retried_once_and_sent(owner):

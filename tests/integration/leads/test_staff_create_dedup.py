@@ -134,8 +134,8 @@ def _race(private_engine, monkeypatch, work) -> list:
     per-person lock, both would pass it before either inserts."""
     real_find = lead_service.find_same_person
 
-    def slow_find(*args):
-        found = real_find(*args)
+    def slow_find(*args, **kwargs):
+        found = real_find(*args, **kwargs)
         time.sleep(0.3)
         return found
 

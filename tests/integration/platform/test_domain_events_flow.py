@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import timedelta
 
 import pytest
 from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
@@ -11,6 +12,7 @@ from sqlalchemy import func, select, text
 
 from leadcrm.leads.tables import lead_activity_events
 from leadcrm.platform.db.engine import get_engine
+from leadcrm.platform.outbox import relay_unpublished
 from leadcrm.platform.tables import outbox
 from tests.support.api import call_api, leads_path
 from tests.support.events import eventbridge_envelope, sqs_event, sqs_record, sqs_record_from_message
@@ -69,12 +71,22 @@ def test_the_published_event_carries_the_outbox_row_id_as_its_event_id(lifecycle
     assert envelope["detail"]["eventId"] == str(_outbox_row(lead["id"])["id"])
 
 
-def test_a_published_outbox_row_is_marked_published(lifecycle_queue):
+def test_an_event_its_request_published_waits_unstamped_for_the_relay_with_its_attempt_counted(lifecycle_queue):
     lead = _create_lead(make_caller())
     row = _outbox_row(lead["id"])
+    assert len(lifecycle_queue.receive_all()) == 1  # on the bus already
+    assert (row["published_at"], row["attempts"], row["last_error"]) == (None, 1, None)
+
+
+def test_the_relay_publishes_an_event_its_request_published_again_and_stamps_it(lifecycle_queue):
+    lead = _create_lead(make_caller())
+    lifecycle_queue.receive_all()
+    relay_unpublished(grace=timedelta(0))
+    again = [json.loads(m["Body"])["detail"] for m in lifecycle_queue.receive_all()]
+    row = _outbox_row(lead["id"])
+    assert str(row["id"]) in [detail["eventId"] for detail in again]  # the same event id: consumers deduplicate
     assert row["published_at"] is not None
-    assert row["attempts"] == 1
-    assert row["last_error"] is None
+    assert row["attempts"] == 2
 
 
 def test_delivering_lead_created_puts_a_lead_created_activity_on_the_timeline(lifecycle_queue, task_lifecycle, ctx):

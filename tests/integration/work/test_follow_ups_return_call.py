@@ -71,4 +71,4 @@ def test_lead_returned_is_routed_to_the_return_call_sync():
     from leadcrm.wiring import EVENT_REACTIONS as _HANDLERS
     from leadcrm.work import follow_ups
 
-    assert _HANDLERS["lead.returned"] is follow_ups.sync_return_call
+    assert _HANDLERS["lead.returned"].target is follow_ups.sync_return_call  # imported on first use (wiring)

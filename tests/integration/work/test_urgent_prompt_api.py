@@ -122,6 +122,46 @@ def test_a_lead_with_several_urgent_reasons_counts_once(owner, board):
     assert _prompt(owner)["counts"]["leadsNeedingAttention"] == 1
 
 
+def _urgent_by(reason: str, now: datetime) -> dict:
+    return {
+        "inbound": {"last_inbound_at": now - timedelta(hours=1)},
+        "untouched": {"status": "new", "created_at": now - timedelta(hours=1)},
+        "follow_up": {"next_action_at": now - timedelta(days=1), "next_action_type": "email"},
+    }[reason]
+
+
+@pytest.mark.parametrize(
+    "reasons", [("inbound", "untouched"), ("inbound", "follow_up"), ("untouched", "follow_up")], ids="+".join
+)
+def test_a_lead_with_any_two_urgent_reasons_counts_once(owner, board, reasons):
+    now = datetime.now(UTC)
+    columns = {key: value for reason in reasons for key, value in _urgent_by(reason, now).items()}
+    attention_lead(board, **columns)
+    assert _prompt(owner)["counts"]["leadsNeedingAttention"] == 1
+
+
+def _urgent_leads(board, n: int) -> None:
+    for _ in range(n):
+        attention_lead(board, status="new", created_at=datetime.now(UTC) - timedelta(hours=1))
+
+
+def test_leads_needing_attention_are_counted_up_to_100(owner, board):
+    _urgent_leads(board, 99)
+    assert _prompt(owner)["counts"]["leadsNeedingAttention"] == 99
+    _urgent_leads(board, 2)
+    assert _prompt(owner)["counts"]["leadsNeedingAttention"] == 100  # 101: the dashboard shows 99+
+
+
+def test_past_the_cap_review_still_goes_to_leads_only_when_they_outnumber_the_tasks(owner, board):
+    _overdue_tasks(owner, 101)
+    _urgent_leads(board, 102)
+    data = _prompt(owner)
+    assert data["counts"] == {"overdueTasks": 101, "dueTodayTasks": 0, "leadsNeedingAttention": 100}
+    assert data["reviewTarget"] == "leads"
+    _overdue_tasks(owner, 1)
+    assert _prompt(owner)["reviewTarget"] == "tasks"  # 102 tasks, 102 leads: leads do not outnumber them
+
+
 def test_a_due_follow_up_with_an_open_task_counts_as_the_task_never_as_a_lead(owner, board):
     now = datetime.now(UTC)
     lead = attention_lead(

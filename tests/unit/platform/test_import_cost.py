@@ -92,3 +92,13 @@ def test_in_lambda_every_function_checks_its_settings_when_its_package_is_import
     result = _fresh_import(package, {**unset, "AWS_LAMBDA_FUNCTION_NAME": f"leadcrm-{package}"})
     assert result.returncode != 0
     assert f"the {package} function cannot start: {first_named} (" in result.stderr
+
+
+DATABASE_FUNCTIONS_BUT_THE_API = ("ingestion.handler", "task_lifecycle.handler", "migrations.handler", "admin.handler")
+
+
+@pytest.mark.parametrize("module", DATABASE_FUNCTIONS_BUT_THE_API)
+def test_the_database_functions_but_the_api_load_no_pydantic(module):
+    """Their settings are checked by the standard library (leadcrm.platform.config); only the API validates
+    bodies with pydantic."""
+    assert _modules_loaded_by_a_fresh_import(module)["pydantic"] is False

@@ -288,6 +288,13 @@ def test_review_goes_to_leads_only_when_leads_outnumber_tasks():
     assert review_target(UrgentCounts()) is ReviewTarget.TASKS
 
 
+def test_the_lead_count_shown_stops_at_100():
+    assert UrgentCounts(leads_needing_attention=99).leads_shown == 99
+    assert not UrgentCounts(leads_needing_attention=99).leads_capped
+    assert UrgentCounts(leads_needing_attention=150).leads_shown == 100
+    assert UrgentCounts(leads_needing_attention=100).leads_capped
+
+
 def test_snooze_one_hour_is_an_hour_from_now():
     assert snoozed_until(SnoozeUntil.ONE_HOUR, now=NOW, timezone="Asia/Jerusalem") == NOW + timedelta(hours=1)
 

@@ -90,3 +90,14 @@ def test_lost_converted_and_customer_close_the_leads_tasks(status):
 @pytest.mark.parametrize("status", ["new", "contacted", "callback", "trial_booked", "no_show", "frozen", "", None, "x"])
 def test_open_frozen_and_unknown_statuses_close_nothing(status):
     assert not closes_tasks(status)
+
+
+def test_past_99_leads_the_digest_says_99_plus_as_the_dashboard_does():
+    mail = compose_digest(UrgentCounts(0, 0, 100), "Studio", date(2026, 3, 11), includes_leads=True)
+    assert mail.subject == "Studio: 99+ leads need attention"
+    assert "Leads needing attention: 99+" in mail.text
+
+
+def test_the_delivery_keeps_the_lead_count_as_shown():
+    payload = counts_payload(UrgentCounts(150, 0, 151), includes_leads=True)
+    assert payload["leadsNeedingAttention"] == 100

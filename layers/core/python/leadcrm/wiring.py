@@ -10,46 +10,68 @@
 - `JOBS`: the scheduled jobs (EventBridge Scheduler `{"job": name}`), each a capability's job function.
 
 Nothing below the capabilities imports this module; the bus loads it on its first message.
+
+Every reaction and job is named here by module and function (`Deferred`) and imported on its first call:
+task_lifecycle handles one kind of event or job an invocation, and the API publishes one kind of message a
+request, so importing every capability with this table was most of their cold starts. The detail-types are
+written out for the same reason; tests/unit/platform/test_wiring.py checks each against the constant its
+capability declares, and each reference against the function it names.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Connection
 
-from leadcrm.analytics import attribution
-from leadcrm.conversations import reactions as conversations_reactions
-from leadcrm.conversations.bulk_email import run_bulk_email
 from leadcrm.conversations.jobs import APPLIED_EVENTS_RETENTION
-from leadcrm.conversations.queued_sweep import run_queued_email_sweep
-from leadcrm.deals import owner_departure
-from leadcrm.deals import reactions as deals_reactions
-from leadcrm.deals.rotting import run_rotting_sweep
-from leadcrm.directory import reactions as directory_reactions
 from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
 from leadcrm.ingestion.jobs import CLAIMS_RETENTION
-from leadcrm.leads import rate_limits, released_joins
-from leadcrm.leads import reactions as leads_reactions
+from leadcrm.leads import rate_limits
 from leadcrm.leads.messages import LeadBecameMember, LeadCreated, LeadErasing, ScoringInputsChanged
-from leadcrm.leads.rules.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
 from leadcrm.platform import idempotency, messagebus, outbox
-from leadcrm.platform.events import LEAD_CREATED, LEAD_STATUS_CHANGED
 from leadcrm.platform.retention import Retention, run_cleanup
-from leadcrm.qualification import reactions as qualification_reactions
-from leadcrm.qualification import scoring
-from leadcrm.qualification.jobs import purge_expired_snapshots
-from leadcrm.qualification.qualification import run_nurture_reevaluation
-from leadcrm.tickets.sweep import run_ticket_sweep
-from leadcrm.work import follow_ups, task_closing
-from leadcrm.work import reactions as work_reactions
-from leadcrm.work.digest import run_daily_digest
 
 logger = logging.getLogger(__name__)
 
 EventReaction = Callable[[Connection, dict[str, Any]], bool]
+
+
+class Deferred:
+    """`module.name`, a capability's function, imported when it is first called (or `target` first read)."""
+
+    __slots__ = ("module", "name", "_target")
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+        self._target: Callable[..., Any] | None = None
+
+    @property
+    def target(self) -> Callable[..., Any]:
+        if self._target is None:
+            self._target = getattr(importlib.import_module(self.module), self.name)
+        return self._target
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.target(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Deferred({self.module}.{self.name})"
+
+
+def _in(module: str) -> Callable[[str], Deferred]:
+    return lambda name: Deferred(f"leadcrm.{module}", name)
+
+
+_directory = _in("directory.reactions")
+_leads = _in("leads.reactions")
+_ses_event = Deferred("leadcrm.conversations.reactions", "on_ses_event")
+# scoring.RESCORING_EVENTS: the events that also rescore their lead
+RESCORING_EVENTS = frozenset({"lead.created", "lead.returned", "conversation.inbound_received"})
+_rescore = Deferred("leadcrm.qualification.scoring", "handle_lead_changed")
 
 
 def replay_held_events(conn: Connection, message: HeldEventsReleased) -> bool:
@@ -62,39 +84,45 @@ def replay_held_events(conn: Connection, message: HeldEventsReleased) -> bool:
 
 
 IN_PROCESS: tuple[tuple[type, Callable[[Connection, Any], Any]], ...] = (
-    (LeadCreated, work_reactions.contact_task_for_new_lead),
-    (ScoringInputsChanged, qualification_reactions.rescore_changed_leads),
-    (LeadErasing, qualification_reactions.same_person_as_erased_lead),
-    (LeadErasing, deals_reactions.forget_person_on_deals),
-    (LeadErasing, work_reactions.delete_tasks_of_erased_lead),
-    (LeadBecameMember, deals_reactions.link_member_on_deals),
-    (MembershipLeftStaff, owner_departure.hand_over_for_departure),
+    (LeadCreated, Deferred("leadcrm.work.reactions", "contact_task_for_new_lead")),
+    (ScoringInputsChanged, Deferred("leadcrm.qualification.reactions", "rescore_changed_leads")),
+    (LeadErasing, Deferred("leadcrm.qualification.reactions", "same_person_as_erased_lead")),
+    (LeadErasing, Deferred("leadcrm.deals.reactions", "forget_person_on_deals")),
+    (LeadErasing, Deferred("leadcrm.work.reactions", "delete_tasks_of_erased_lead")),
+    (LeadBecameMember, Deferred("leadcrm.deals.reactions", "link_member_on_deals")),
+    (MembershipLeftStaff, Deferred("leadcrm.deals.owner_departure", "hand_over_for_departure")),
     (HeldEventsReleased, replay_held_events),
 )
 
 EVENT_REACTIONS: dict[str, EventReaction] = {
-    directory_reactions.ORGANIZATION_CREATED: directory_reactions.on_organization_created,
-    directory_reactions.ORGANIZATION_UPDATED: directory_reactions.on_organization_updated,
-    directory_reactions.ORGANIZATION_DELETED: directory_reactions.on_organization_deleted,
-    directory_reactions.USER_CREATED: directory_reactions.on_user_created,
-    directory_reactions.USER_UPDATED: directory_reactions.on_user_updated,
-    directory_reactions.MEMBERSHIP_CREATED: directory_reactions.on_membership_created,
-    directory_reactions.MEMBERSHIP_UPDATED: directory_reactions.on_membership_updated,
-    directory_reactions.MEMBERSHIP_DELETED: directory_reactions.on_membership_deleted,
+    "organization.created": _directory("on_organization_created"),
+    "organization.updated": _directory("on_organization_updated"),
+    "organization.deleted": _directory("on_organization_deleted"),
+    "user.created": _directory("on_user_created"),
+    "user.updated": _directory("on_user_updated"),
+    "membership.created": _directory("on_membership_created"),
+    "membership.updated": _directory("on_membership_updated"),
+    "membership.deleted": _directory("on_membership_deleted"),
     # The membership is mirrored by the directory; the handover answers its MembershipLeftStaff (IN_PROCESS).
-    directory_reactions.MEMBERSHIP_STATUS_CHANGED: directory_reactions.on_membership_status_changed,
-    LEAD_CREATED: leads_reactions.record_lead_created,
-    leads_reactions.MINISITE_EVENT_PUBLISHED: leads_reactions.minisite_event_published,
-    leads_reactions.MINISITE_EVENT_UPDATED: leads_reactions.minisite_event_published,
-    leads_reactions.MINISITE_EVENT_ARCHIVED: leads_reactions.minisite_event_archived,
-    leads_reactions.MEMBERSHIP_SELF_SIGNUP: leads_reactions.handle_membership_self_signup,
-    leads_reactions.ENTITLEMENT_ACTIVATED: leads_reactions.handle_entitlement_activated,
-    MEMBERSHIP_JOIN_RELEASED: released_joins.handle_join_released,
-    LEAD_STATUS_CHANGED: task_closing.handle_lead_status_changed,
-    LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
-    attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,
-    # SES's email sending events (source aws.ses, from the default bus): delivery status and suppression.
-    **{detail_type: conversations_reactions.on_ses_event for detail_type in conversations_reactions.SES_DETAIL_TYPES},
+    "membership.status_changed": _directory("on_membership_status_changed"),
+    "lead.created": _leads("record_lead_created"),
+    "minisite_event.published": _leads("minisite_event_published"),
+    "minisite_event.updated": _leads("minisite_event_published"),
+    "minisite_event.archived": _leads("minisite_event_archived"),
+    "membership.self_signup": _leads("handle_membership_self_signup"),
+    "entitlement.activated": _leads("handle_entitlement_activated"),
+    "membership.join_released": Deferred("leadcrm.leads.released_joins", "handle_join_released"),
+    "lead.status_changed": Deferred("leadcrm.work.task_closing", "handle_lead_status_changed"),
+    "lead.returned": Deferred("leadcrm.work.follow_ups", "sync_return_call"),
+    "conversation.inbound_received": Deferred("leadcrm.analytics.attribution", "handle_inbound_received"),
+    # SES's email sending events (source aws.ses, from the default bus): delivery status and suppression
+    # (conversations.reactions.SES_DETAIL_TYPES).
+    "Email Sent": _ses_event,
+    "Email Delivered": _ses_event,
+    "Email Bounced": _ses_event,
+    "Email Complaint Received": _ses_event,
+    "Email Rejected": _ses_event,
+    "Email Delivery Delayed": _ses_event,
 }
 
 # The growing tables the `retention_cleanup` job keeps in check, each with its owner's retention (README:
@@ -110,14 +138,14 @@ RETAINED: tuple[Retention, ...] = (
 JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "outbox_relay": outbox.relay_unpublished,
     "retention_cleanup": lambda: run_cleanup(RETAINED),
-    "daily_digest": run_daily_digest,
-    "rescore_leads": scoring.run_rescore_job,
-    "nurture_reevaluation": run_nurture_reevaluation,
-    "merge_snapshot_purge": purge_expired_snapshots,
-    "deal_rotting_sweep": run_rotting_sweep,
-    "ticket_sweep": run_ticket_sweep,
-    "bulk_email": run_bulk_email,
-    "queued_email_sweep": run_queued_email_sweep,
+    "daily_digest": Deferred("leadcrm.work.digest", "run_daily_digest"),
+    "rescore_leads": Deferred("leadcrm.qualification.scoring", "run_rescore_job"),
+    "nurture_reevaluation": Deferred("leadcrm.qualification.qualification", "run_nurture_reevaluation"),
+    "merge_snapshot_purge": Deferred("leadcrm.qualification.jobs", "purge_expired_snapshots"),
+    "deal_rotting_sweep": Deferred("leadcrm.deals.rotting", "run_rotting_sweep"),
+    "ticket_sweep": Deferred("leadcrm.tickets.sweep", "run_ticket_sweep"),
+    "bulk_email": Deferred("leadcrm.conversations.bulk_email", "run_bulk_email"),
+    "queued_email_sweep": Deferred("leadcrm.conversations.queued_sweep", "run_queued_email_sweep"),
 }
 
 
@@ -130,11 +158,11 @@ def subscribe_all() -> None:
 def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> bool:
     """Apply one event; True when it changed something. Unknown types are acknowledged and ignored."""
     reaction = EVENT_REACTIONS.get(detail_type)
-    rescores = detail_type in scoring.RESCORING_EVENTS
+    rescores = detail_type in RESCORING_EVENTS
     if reaction is None and not rescores:
         logger.info("ignoring event type", extra={"detailType": detail_type})
         return False
     changed = reaction(conn, detail) if reaction is not None else False
     if rescores:
-        changed = scoring.handle_lead_changed(conn, detail) or changed
+        changed = _rescore(conn, detail) or changed
     return changed

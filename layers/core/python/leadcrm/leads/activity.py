@@ -1,7 +1,9 @@
 """The lead's timeline entries (lead_activity_events).
 
-Activity writes are best-effort: they never fail the operation they record. Each runs in a SAVEPOINT, so
-a failed insert rolls back only itself and the caller's transaction carries on.
+Activity writes are best-effort: they never fail the operation they record. One in a statement of its own
+runs in a SAVEPOINT, so a failed insert rolls back only itself and the caller's transaction carries on.
+Entries carried by the write they record (`activities_insert`, a data-modifying CTE of it: no round trips
+of their own) are built so that they cannot fail there: new ids, code-defined types, the locked lead.
 """
 
 from __future__ import annotations
@@ -50,6 +52,17 @@ def record_activity(
             }
         ],
     )
+
+
+def activities_insert(rows: list[dict[str, Any]], name: str = "activities") -> Any:
+    """Many timeline entries as one INSERT for another statement to carry as a CTE (`name`: its parameter's,
+    unique in that statement); each row names the columns above."""
+    source = recordset(
+        name, name, [{"id": uuid7(), "payload": {}, "actor_user_id": None, **row} for row in rows], _COLUMNS
+    )
+    # Core insert, not postgresql.insert: SQLAlchemy caches its compiled form (the dialect's Insert it does
+    # not), and nothing can conflict here (new ids; the one unique index needs a source_event_id).
+    return insert(lead_activity_events).from_select(list(_COLUMNS), select(*(source.c[n] for n in _COLUMNS)))
 
 
 def record_activities(conn: Connection, rows: list[dict[str, Any]]) -> bool:

@@ -22,6 +22,7 @@ from leadcrm.directory.rules import LEAD_MANAGEMENT, enabled_features
 from leadcrm.directory.tables import organizations
 from leadcrm.leads.activity import record_activity
 from leadcrm.leads.campaigns import find_or_create_campaign
+from leadcrm.leads.dedup import open_intake
 from leadcrm.leads.intake import DuplicateLead, NewLead, intake_lead, record_receipt
 from leadcrm.leads.rules.intake import (
     MINISITE_CHANNEL,
@@ -69,7 +70,17 @@ def capture_lead(
     """Take in a public submission; the caller commits. Writes nothing for an organization that does not
     exist or has no lead management (None: the path's id was not even a UUID)."""
     conn = uow.connection
-    if organization_id is None or not _accepts_public_leads(conn, organization_id):
+    if organization_id is None:
+        return
+    context = None
+    if idempotency_key is None and not _names_a_campaign(submission):
+        # Nothing runs between the feature check and the person lock: one statement for both (and for what
+        # the create reads of the organization). An organization without lead management took a lock for
+        # nothing, released when this unit ends.
+        context = open_intake(conn, organization_id, submission.email, submission.phone)
+        if context is None or LEAD_MANAGEMENT not in enabled_features(context.features):
+            return
+    elif not _accepts_public_leads(conn, organization_id):
         return
     scope = f"leads.capture:{organization_id}"
     if idempotency_key is not None:
@@ -96,6 +107,7 @@ def capture_lead(
             channel=MINISITE_CHANNEL,
             received=submission.received,
             via=ReturnVia.PUBLIC_CAPTURE,
+            context=context,
         )
     except DuplicateLead as duplicate:
         if duplicate.existing.suppressed:  # a pseudonymized person: nothing of the submission is kept
@@ -110,6 +122,11 @@ def _accepts_public_leads(conn: Connection, organization_id: uuid.UUID) -> bool:
         select(organizations.c.features).where(organizations.c.id == organization_id)
     ).scalar_one_or_none()
     return LEAD_MANAGEMENT in enabled_features(features)
+
+
+def _names_a_campaign(submission: PublicSubmission) -> bool:
+    """Whether the submission may resolve a campaign (written before the person lock is taken)."""
+    return submission.minisite_event_id is not None or accepted_campaign_ref(submission.campaign_ref) is not None
 
 
 def _resolve_campaign(conn: Connection, organization_id: uuid.UUID, submission: PublicSubmission) -> uuid.UUID | None:

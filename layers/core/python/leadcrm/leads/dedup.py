@@ -11,15 +11,17 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, func, or_, select
+from sqlalchemy import Connection, Text, func, literal, or_, select, true
 
 from leadcrm.directory.rules import phone_region
 from leadcrm.directory.tables import organizations
-from leadcrm.leads.pseudonym_tokens import find_pseudonymized
+from leadcrm.leads.pseudonym_tokens import OrganizationPseudonyms, any_pseudonym, find_pseudonymized
 from leadcrm.leads.rules.identity import last_seven_digits
 from leadcrm.leads.rules.intake import dedup_lock_keys, is_closed_lead, normalized_email, phone_digits, same_phone
 from leadcrm.leads.tables import leads
+from leadcrm.pipelines.stages import StagePlacement, first_new_stage_of_default, placement_of
 
 # Leads sharing an email or the last seven digits of a phone: a handful in practice, a bound in any case.
 CANDIDATE_LIMIT = 50
@@ -41,6 +43,55 @@ class ExistingLead:
         return is_closed_lead(self.status, self.archived_at is not None)
 
 
+@dataclass(frozen=True)
+class IntakeContext:
+    """What a create reads of its organization in the statement that takes its person lock (`open_intake`)."""
+
+    features: Any
+    pseudonyms: OrganizationPseudonyms  # its country and timezone too (the phone region)
+    placement: StagePlacement | None  # the default pipeline's New stage; None until the pipeline is seeded
+
+    @property
+    def timezone(self) -> str | None:
+        return self.pseudonyms.timezone
+
+
+def open_intake(
+    conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None
+) -> IntakeContext | None:
+    """`lock_person` and everything a create reads of the organization before its duplicate check, in one
+    statement: the locks are the first columns (evaluated left to right, before the row is returned), then
+    the organization's features, country, timezone, whether it has pseudonymized leads, and the stage a new
+    lead lands on. None (no lock taken) when the organization does not exist.
+
+    The duplicate check must stay a later statement: under READ COMMITTED a statement sees what was
+    committed when it began, so a check in this statement would not see the lead of the create it waited for.
+    """
+    keys = dedup_lock_keys(organization_id, email, phone)
+    stage = first_new_stage_of_default(organization_id).lateral("default_stage")
+    row = conn.execute(
+        select(
+            *(func.pg_advisory_xact_lock(key).label(f"lock_{n}") for n, key in enumerate(keys)),
+            organizations.c.features,
+            organizations.c.country_code,
+            organizations.c.timezone,
+            any_pseudonym(organization_id).label("has_pseudonyms"),
+            stage.c.pipeline_id,
+            stage.c.id.label("stage_id"),
+            stage.c.category,
+        )
+        .select_from(organizations.outerjoin(stage, true()))
+        .where(organizations.c.id == organization_id)
+    ).first()
+    if row is None:
+        return None
+    return IntakeContext(
+        features=row.features,
+        pseudonyms=OrganizationPseudonyms(row.country_code, row.timezone, bool(row.has_pseudonyms)),
+        placement=placement_of(row.pipeline_id, row.stage_id, row.category),
+    )
+
+
 def lock_person(conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None) -> None:
     """Serialize creates of the same person until this transaction ends.
 
@@ -54,15 +105,21 @@ def lock_person(conn: Connection, organization_id: uuid.UUID, email: str | None,
 
 
 def find_same_person(
-    conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None
+    conn: Connection,
+    organization_id: uuid.UUID,
+    email: str | None,
+    phone: str | None,
+    *,
+    context: IntakeContext | None = None,
 ) -> ExistingLead | None:
     """The organization's oldest lead with this email or this phone number, if any (else a pseudonymized lead
     whose tokens match: dedup suppression, see qualification.pseudonymize). Call `lock_person`
     first in the same transaction when a create depends on the answer.
 
     One query: candidates prefiltered by index on lower(email) and on the phone's last seven digits, with
-    the organization's country and timezone beside them; the phone is then compared in E.164 here, read in
-    the organization's phone region (its country, else its timezone's: directory.rules.phone_region)."""
+    the organization's country and timezone beside them (unless `context` has them: `open_intake`); the phone
+    is then compared in E.164 here, read in the organization's phone region (its country, else its
+    timezone's: directory.rules.phone_region)."""
     email_key, last7 = normalized_email(email), last_seven_digits(phone)
     if last7 is None and (digits := phone_digits(phone)) is not None:
         last7 = digits  # a short number: matched digit for digit
@@ -75,8 +132,12 @@ def find_same_person(
     if not matches:
         return None
     this_organization = organizations.c.id == organization_id
-    country = select(organizations.c.country_code).where(this_organization).scalar_subquery()
-    timezone = select(organizations.c.timezone).where(this_organization).scalar_subquery()
+    if context is not None:
+        country: Any = literal(context.pseudonyms.country_code, Text)
+        timezone: Any = literal(context.pseudonyms.timezone, Text)
+    else:
+        country = select(organizations.c.country_code).where(this_organization).scalar_subquery()
+        timezone = select(organizations.c.timezone).where(this_organization).scalar_subquery()
     rows = conn.execute(
         select(
             leads.c.id,
@@ -103,7 +164,9 @@ def find_same_person(
                 archived_at=row.archived_at,
                 converted_membership_id=row.converted_membership_id,
             )
-    suppressed = find_pseudonymized(conn, organization_id, email, phone)
+    suppressed = find_pseudonymized(
+        conn, organization_id, email, phone, known=context.pseudonyms if context is not None else None
+    )
     if suppressed is not None:
         return ExistingLead(id=suppressed.id, name=None, status=suppressed.status, archived_at=None, suppressed=True)
     return None

@@ -20,8 +20,8 @@ from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.leads.activity import record_activity
 from leadcrm.leads.campaigns import require_attachable_campaign
-from leadcrm.leads.dedup import ExistingLead, find_same_person, lock_person
-from leadcrm.leads.messages import LeadCreated
+from leadcrm.leads.dedup import ExistingLead, IntakeContext, find_same_person, open_intake
+from leadcrm.leads.messages import CreationWrites, LeadCreated
 from leadcrm.leads.returning import return_lead
 from leadcrm.leads.rules.intake import MatchResolution, contact_task_title, resolve_match
 from leadcrm.leads.rules.returning import ReturnTouch, ReturnVia
@@ -36,7 +36,6 @@ from leadcrm.platform.messagebus import handle
 
 STAFF_CHANNEL = "staff"
 OWNER_CHANGED_ACTIVITY = "owner_changed"
-
 
 
 @dataclass(frozen=True)
@@ -126,6 +125,7 @@ def intake_lead(
     via: ReturnVia | None = None,
     dedup: bool = True,
     recovered_signup: bool = False,
+    context: IntakeContext | None = None,
 ) -> Intake:
     """The create every entry point shares; raises DuplicateLead when the person is already a lead here.
 
@@ -136,11 +136,14 @@ def intake_lead(
     touch taken from `new`) instead of raising. Without it (the CSV import, on purpose) every match is a
     duplicate. `dedup=False` is for a caller that already matched the person its own way under `lock_person`
     (a released join matches on a person, never on a bare field). `recovered_signup` marks lead.created.
+    `context`: the caller already opened the intake (`leads.dedup.open_intake`, the person lock included).
     """
     conn = uow.connection
+    if context is None:
+        # The person lock (a dedup'ing create) and the organization's data in one statement.
+        context = open_intake(conn, organization_id, new.email if dedup else None, new.phone if dedup else None)
     if dedup:
-        lock_person(conn, organization_id, new.email, new.phone)
-        existing = find_same_person(conn, organization_id, new.email, new.phone)
+        existing = find_same_person(conn, organization_id, new.email, new.phone, context=context)
         if existing is not None:
             reopened = _reopen_returning(uow, organization_id, existing, new, actor_user_id, via)
             if reopened is None:
@@ -149,18 +152,15 @@ def intake_lead(
                 conn, organization_id, existing.id, channel, received or {}, duplicate=True, campaign_id=new.campaign_id
             )
             return Intake(reopened, IntakeOutcome.REOPENED)
-    placement = default_new_stage(conn, organization_id)
-    lead = _insert_lead(conn, organization_id, new, placement, actor_user_id, channel, received or {})
-    # The auto-task (work): its statement also writes the lead's seed follow-up, which the answer carries.
-    for written in handle(conn, LeadCreated(organization_id, lead, contact_task_title(new.name, new.email, new.phone))):
-        lead = {**lead, **(written or {})}
+    placement = default_new_stage(conn, organization_id, known=context.placement if context else None)
+    lead_id = uuid7()
     uow.add_event(
         DomainEvent(
             type=LEAD_CREATED,
             organization_id=organization_id,
-            aggregate_id=lead["id"],
+            aggregate_id=lead_id,
             payload={
-                "leadId": str(lead["id"]),
+                "leadId": str(lead_id),
                 "source": new.source,
                 "stageId": str(placement.stage_id),
                 "campaignId": str(new.campaign_id) if new.campaign_id else None,
@@ -170,6 +170,11 @@ def intake_lead(
             },
         )
     )
+    # The auto-task (work) and the lead's seed follow-up go in the lead's own statement, as its outbox row.
+    title = contact_task_title(new.name, new.email, new.phone)
+    timezone = context.timezone if context else None
+    writes = [w for w in handle(conn, LeadCreated(organization_id, lead_id, timezone, title)) if w is not None]
+    lead = _insert_lead(uow, organization_id, lead_id, new, placement, actor_user_id, channel, received or {}, writes)
     return Intake(lead, IntakeOutcome.CREATED)
 
 
@@ -208,22 +213,27 @@ def _reopen_returning(
 
 
 def _insert_lead(
-    conn: Connection,
+    uow: UnitOfWork,
     organization_id: uuid.UUID,
+    lead_id: uuid.UUID,
     new: NewLead,
     placement: StagePlacement,
     actor_user_id: uuid.UUID | None,
     channel: str,
     received: dict[str, Any],
+    writes: list[CreationWrites],
 ) -> dict[str, Any]:
-    """The lead, its first status event (nothing -> new, at the lead's creation time) and its receipt, in
-    one statement: the status event, the receipt and the first touch (analytics.attribution) are
-    data-modifying CTEs reading the inserted row."""
+    """The lead, its first status event (nothing -> new, at the lead's creation time), its receipt, its first
+    touch (analytics.attribution), what subscribers write with it (the auto-task and the seed follow-up) and
+    the unit's outbox rows, in one statement: data-modifying CTEs beside the INSERT of the lead."""
     receipt_id = uuid7()
+    subscribed_values: dict[str, Any] = {}
+    for written in writes:
+        subscribed_values.update(written.lead_values)
     new_lead = (
         insert(leads)
         .values(
-            id=uuid7(),
+            id=lead_id,
             organization_id=organization_id,
             name=new.name,
             email=new.email,
@@ -238,6 +248,7 @@ def _insert_lead(
             campaign_id=new.campaign_id,
             assigned_to_user_id=new.assigned_to_user_id,
             created_by_user_id=actor_user_id,
+            **subscribed_values,
         )
         .returning(*LEAD_COLUMNS)
         .cte("new_lead")
@@ -275,10 +286,11 @@ def _insert_lead(
         received=received,
         receipt_id=receipt_id,
     )
+    subscribed = [cte for written in writes for cte in written.statements]
     statement = select(new_lead).add_cte(
-        status_event.cte("status_event"), receipt.cte("receipt"), first_touch.cte("first_touch")
+        status_event.cte("status_event"), receipt.cte("receipt"), first_touch.cte("first_touch"), *subscribed
     )
-    return dict(conn.execute(statement).mappings().one())
+    return dict(uow.execute_with_events(statement).mappings().one())
 
 
 def record_receipt(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from leadcrm.directory.rules import Actor
@@ -16,12 +16,25 @@ from leadcrm.platform.db.uow import UnitOfWork
 
 @dataclass(frozen=True)
 class LeadCreated:
-    """A lead row was just inserted by intake. Answers: the lead columns a subscriber wrote (the auto-task's
-    statement also seeds the lead's follow-up), or None."""
+    """Intake is about to insert a lead (its id chosen): subscribers write what goes with it in the same
+    statement. Answers: `CreationWrites` or None."""
 
     organization_id: uuid.UUID
-    lead: Mapping[str, Any]
+    lead_id: uuid.UUID
+    organization_timezone: str | None
     contact_task_title: str
+
+
+@dataclass(frozen=True)
+class CreationWrites:
+    """What a subscriber writes with a new lead, in the lead's own INSERT (one round trip): values of the
+        lead row's columns (SQL expressions allowed, which may read the CTEs), and data-modifying CTEs it carries
+    (each named by its subscriber). Built
+        so that they cannot fail (values valid by construction, conflicts ignored): a failure would fail the
+        create, which they must never do."""
+
+    lead_values: Mapping[str, Any] = field(default_factory=dict)
+    statements: Sequence[Any] = ()
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, Text, Uuid, bindparam, cast, insert, select, update
+from sqlalchemy import Connection, Text, Uuid, bindparam, cast, insert, select, true, update
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
-from leadcrm.leads.activity import record_activities
+from leadcrm.leads.activity import activities_insert
 from leadcrm.leads.messages import ScoringInputsChanged
 from leadcrm.leads.rules.moves import (
     LeadPosition,
@@ -43,7 +43,16 @@ from leadcrm.leads.rules.moves import (
 )
 from leadcrm.leads.tables import LEAD_COLUMNS, lead_status_events, leads
 from leadcrm.pipelines.rules.statuses import StageCategory
-from leadcrm.pipelines.stages import StageRow, first_active_stage, resolve_stage
+from leadcrm.pipelines.stages import (
+    STAGE_ROW_NAMES,
+    StageRow,
+    first_active_stage,
+    first_active_stage_lookup,
+    resolve_stage,
+    stage_lookup,
+    stage_not_found,
+    stage_row_of,
+)
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, NotFound
@@ -116,6 +125,59 @@ def lock_lead(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) 
     return dict(row)
 
 
+@dataclass(frozen=True)
+class LockedLead:
+    """The lead row as `lock_lead` reads it (plus any columns the caller asked for), and the stages the same
+    statement looked up: by stage id, or by category (the first active one in the lead's primary pipeline;
+    None when it has none)."""
+
+    row: dict[str, Any]
+    stages: Mapping[uuid.UUID | StageCategory, StageRow | None]
+
+
+def lock_lead_with_stages(
+    conn: Connection,
+    organization_id: uuid.UUID,
+    lead_id: uuid.UUID,
+    *,
+    stage_id: uuid.UUID | None = None,
+    categories: Sequence[StageCategory] = (),
+    columns: Sequence[Any] = (),
+    join: Any = None,
+) -> LockedLead:
+    """`lock_lead` with the stages a write may move the lead to, read by the same statement (LATERAL joins,
+    each stage FOR KEY SHARE as `resolve_stage` / `first_active_stage` take it; the lead FOR UPDATE), and
+    `columns` of the tables in `join` (joined to leads). 404 LEAD_NOT_FOUND first, then STAGE_NOT_FOUND for a
+    `stage_id` that is no stage of the organization."""
+    lookups: list[tuple[uuid.UUID | StageCategory, Any]] = []
+    if stage_id is not None:
+        lookups.append((stage_id, stage_lookup(organization_id, stage_id)))
+    for category in dict.fromkeys(categories):
+        lookups.append((category, first_active_stage_lookup(organization_id, leads.c.pipeline_id, category)))
+    source: Any = join if join is not None else leads
+    selected: list[Any] = [*_LOCK_COLUMNS, *columns]
+    for n, (_, lookup) in enumerate(lookups):
+        stage = lookup.lateral(f"stage_{n}")
+        source = source.outerjoin(stage, true())
+        selected.extend(stage.c[name].label(f"stage_{n}_{name}") for name in STAGE_ROW_NAMES)
+    row = (
+        conn.execute(
+            select(*selected)
+            .select_from(source)
+            .where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
+            .with_for_update(of=leads)
+        )
+        .mappings()
+        .first()
+    )
+    if row is None:
+        raise _lead_not_found()
+    stages = {key: stage_row_of(row, f"stage_{n}_") for n, (key, _) in enumerate(lookups)}
+    if stage_id is not None and stages[stage_id] is None:
+        raise stage_not_found()
+    return LockedLead({c.name: row[c.name] for c in (*_LOCK_COLUMNS, *columns)}, stages)
+
+
 def lead_position(row: Mapping[str, Any]) -> LeadPosition:
     return LeadPosition(
         lead_id=row["id"],
@@ -132,18 +194,18 @@ def public_lead(row: Mapping[str, Any]) -> dict[str, Any]:
     return {c.name: row[c.name] for c in LEAD_COLUMNS}
 
 
-def update_lead_row(conn: Connection, row: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
-    updated = (
-        conn.execute(
-            update(leads)
-            .where(leads.c.id == row["id"], leads.c.organization_id == row["organization_id"])
-            .values(**values, updated_at=sql_now())
-            .returning(*LEAD_COLUMNS)
-        )
-        .mappings()
-        .one()
+def lead_row_update(row: Mapping[str, Any], values: Mapping[str, Any], returning: Sequence[Any] = ()) -> Any:
+    """The UPDATE of the locked lead row, RETURNING LEAD_COLUMNS (and `returning`)."""
+    return (
+        update(leads)
+        .where(leads.c.id == row["id"], leads.c.organization_id == row["organization_id"])
+        .values(**values, updated_at=sql_now())
+        .returning(*LEAD_COLUMNS, *returning)
     )
-    return dict(updated)
+
+
+def update_lead_row(conn: Connection, row: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(conn.execute(lead_row_update(row, values)).mappings().one())
 
 
 # -- the move machinery ----------------------------------------------------------------------------------
@@ -215,6 +277,11 @@ def activity_row(actor: Actor, lead_id: uuid.UUID, activity_type: str, payload: 
     }
 
 
+def status_event_insert(actor: Actor, move: StageMove) -> Any:
+    """The status event as an INSERT another statement carries (a CTE of the move's UPDATE)."""
+    return insert(lead_status_events).values(**status_event_row(actor, move))
+
+
 def record_primary_move(uow: UnitOfWork, actor: Actor, move: StageMove) -> None:
     """The history of one primary stage change: the status event and, on a category change, the event."""
     uow.connection.execute(insert(lead_status_events).values(**status_event_row(actor, move)))
@@ -254,27 +321,49 @@ class LeadUpdate:
     assigned_to_user_id: uuid.UUID | None = None
 
 
+@dataclass(frozen=True)
+class AlsoWritten:
+    """What a caller writes with the update, in its statement: more lead columns (SQL expressions allowed),
+    more timeline entries (after the update's own), and more columns to return."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+    activities: Sequence[dict[str, Any]] = ()
+    returning: Sequence[Any] = ()
+
+
 def update_lead(
     uow: UnitOfWork,
     actor: Actor,
     lead_id: uuid.UUID,
     change: LeadUpdate,
     *,
-    locked: dict[str, Any] | None = None,
+    locked: LockedLead | dict[str, Any] | None = None,
+    also: AlsoWritten | None = None,
 ) -> dict[str, Any]:
-    """One PATCH: a stage/status move, owner, test flag and contact corrections, in one UPDATE.
+    """One PATCH: a stage/status move, owner, test flag and contact corrections, in one UPDATE that also
+    writes the status event, the timeline entries and the unit's outbox rows (CTEs). `locked`: the caller
+    holds the lead's lock (with the stages it looked up); `also`: what it writes in the same statement.
 
     stageId wins over status; a bare status resolves to the first active stage of that category in the
     lead's primary pipeline (and is no move when the lead already has it). What did not change is not
     written and not recorded.
     """
     conn = uow.connection
-    row = locked or lock_lead(conn, actor.organization_id, lead_id)
+    if locked is None:
+        locked = lock_lead_with_stages(
+            conn,
+            actor.organization_id,
+            lead_id,
+            stage_id=change.stage_id,
+            categories=[change.status] if change.stage_id is None and change.status is not None else [],
+        )
+    row = locked.row if isinstance(locked, LockedLead) else locked
+    stages = locked.stages if isinstance(locked, LockedLead) else {}
     lead = lead_position(row)
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = dict(also.values) if also else {}
     activities: list[dict[str, Any]] = []
 
-    move = _requested_move(conn, actor, lead, change)
+    move = _requested_move(conn, actor, lead, change, stages)
     if move is not None:
         values.update(primary_move_values(move))
         activities.append(activity_row(actor, lead_id, STAGE_MOVED, stage_moved_payload(lead.pipeline_id, move)))
@@ -309,24 +398,45 @@ def update_lead(
             activity_row(actor, lead_id, DETAILS_UPDATED, {"fields": [EDITABLE_DETAILS[name] for name in edited]})
         )
 
+    if also:
+        activities.extend(also.activities)
     if not values:
         return public_lead(row)
-    updated = update_lead_row(conn, row, values)
+    # The lead, its status event, its timeline entries and the unit's outbox rows: one statement.
+    carried = []
+    if move is not None:
+        carried.append(status_event_insert(actor, move).cte("status_event"))
+        if move.category_changed:
+            uow.add_event(status_changed_event(actor, move))
+    if activities:
+        carried.append(activities_insert(activities, "lead_update_activities").cte("timeline_entries"))
+    statement = lead_row_update(row, values, also.returning if also else ()).add_cte(*carried)
+    updated = dict(uow.execute_with_events(statement).mappings().one())
     if edited:  # the lead's own fields are scoring inputs (qualification.scoring)
         for rescored in handle(conn, ScoringInputsChanged(actor.organization_id, (lead_id,))):
             updated = {**updated, **rescored.get(lead_id, {})}
-    if move is not None:
-        record_primary_move(uow, actor, move)
-    record_activities(conn, activities)
     return updated
 
 
-def _requested_move(conn: Connection, actor: Actor, lead: LeadPosition, change: LeadUpdate) -> StageMove | None:
+def _requested_move(
+    conn: Connection,
+    actor: Actor,
+    lead: LeadPosition,
+    change: LeadUpdate,
+    looked_up: Mapping[uuid.UUID | StageCategory, StageRow | None],
+) -> StageMove | None:
+    """`looked_up`: the stages the lock's statement read (`lock_lead_with_stages`); others are read here."""
     target: StageRow | None = None
     if change.stage_id is not None:
-        target = resolve_stage(conn, actor.organization_id, change.stage_id)
+        if change.stage_id in looked_up:
+            target = looked_up[change.stage_id]
+        else:
+            target = resolve_stage(conn, actor.organization_id, change.stage_id)
     elif change.status is not None and requested_status_needs_move(lead.status, change.status):
-        target = first_active_stage(conn, actor.organization_id, lead.pipeline_id, change.status)
+        if change.status in looked_up:
+            target = looked_up[change.status]
+        else:
+            target = first_active_stage(conn, actor.organization_id, lead.pipeline_id, change.status)
         if target is None:
             raise BadRequest(
                 "The lead's pipeline has no active stage for this status.",

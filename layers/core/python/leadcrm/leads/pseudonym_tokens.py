@@ -13,6 +13,7 @@ import json
 import os
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Connection, or_, select
 
@@ -66,22 +67,32 @@ class PseudonymizedLead:
 
 
 def find_pseudonymized(
-    conn: Connection, organization_id: uuid.UUID, email: str | None, phone: str | None
+    conn: Connection,
+    organization_id: uuid.UUID,
+    email: str | None,
+    phone: str | None,
+    *,
+    known: OrganizationPseudonyms | None = None,
 ) -> PseudonymizedLead | None:
     """The organization's pseudonymized lead whose email or phone token matches, if any (dedup suppression).
 
-    One statement when the organization has no pseudonymized lead (the usual case), two when it has."""
+    One statement when the organization has no pseudonymized lead (the usual case), two when it has; none and
+    one when an earlier statement of the unit read `known` (`has_pseudonyms`, with the organization)."""
     if not (email or phone):
         return None
-    has_pseudonyms = select(lead_pseudonyms.c.lead_id).where(lead_pseudonyms.c.organization_id == organization_id)
-    org = conn.execute(
-        select(organizations.c.country_code, organizations.c.timezone, has_pseudonyms.exists().label("any")).where(
-            organizations.c.id == organization_id
-        )
-    ).first()
-    if org is None or not org.any:
+    if known is None:
+        has_pseudonyms = select(lead_pseudonyms.c.lead_id).where(lead_pseudonyms.c.organization_id == organization_id)
+        org = conn.execute(
+            select(organizations.c.country_code, organizations.c.timezone, has_pseudonyms.exists().label("any")).where(
+                organizations.c.id == organization_id
+            )
+        ).first()
+        if org is None:
+            return None
+        known = OrganizationPseudonyms(org.country_code, org.timezone, org.any)
+    if not known.any:
         return None
-    tokens = person_tokens(organization_id, email, phone, phone_region(org.country_code, org.timezone))
+    tokens = person_tokens(organization_id, email, phone, phone_region(known.country_code, known.timezone))
     if tokens is None or not tokens.any:
         return None
     matches = []
@@ -97,3 +108,18 @@ def find_pseudonymized(
         .limit(1)
     ).first()
     return PseudonymizedLead(row.id, row.status) if row else None
+
+
+@dataclass(frozen=True)
+class OrganizationPseudonyms:
+    """What suppression needs of the organization: its phone region's inputs, and whether it has any
+    pseudonymized lead at all."""
+
+    country_code: str | None
+    timezone: str | None
+    any: bool
+
+
+def any_pseudonym(organization_id: uuid.UUID) -> Any:
+    """SQL: whether the organization has a pseudonymized lead (for a statement that reads the organization)."""
+    return select(lead_pseudonyms.c.lead_id).where(lead_pseudonyms.c.organization_id == organization_id).exists()

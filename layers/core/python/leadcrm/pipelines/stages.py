@@ -8,10 +8,12 @@ like a lead write's foreign-key check, so they queue behind a stage edit under w
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select
+from sqlalchemy import Connection, Row, Select, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.pipelines.rules.statuses import DEFAULT_PIPELINE_NAME, DEFAULT_STAGES, StageCategory
@@ -50,30 +52,18 @@ def _stage_row(row: Row) -> StageRow:
     )
 
 
-def resolve_stage(conn: Connection, organization_id: uuid.UUID, stage_id: uuid.UUID) -> StageRow:
-    """The stage with this id in this organization, archived or not (the caller decides what archived means
-    for it); another organization's id is NotFound exactly like a random one.
-
-    The row is taken FOR KEY SHARE (it does not block other readers or movers): a concurrent archive or
-    category change of the stage waits for the caller's transaction, and the caller waits for one already
-    under way and then reads the stage as it left it.
-    """
-    row = conn.execute(
+def stage_lookup(organization_id: uuid.UUID, stage_id: uuid.UUID) -> Select[Any]:
+    """`resolve_stage` as a query another statement may carry (a LATERAL join), FOR KEY SHARE as well."""
+    return (
         select(*_STAGE_ROW_COLUMNS)
         .where(pipeline_stages.c.organization_id == organization_id, pipeline_stages.c.id == stage_id)
         .with_for_update(read=True, key_share=True)
-    ).first()
-    if row is None:
-        raise NotFound("Stage not found.", code="STAGE_NOT_FOUND")
-    return _stage_row(row)
+    )
 
 
-def first_active_stage(
-    conn: Connection, organization_id: uuid.UUID, pipeline_id: uuid.UUID, category: StageCategory
-) -> StageRow | None:
-    """The active stage of this category with the lowest position in the pipeline, if any; taken FOR KEY
-    SHARE like `resolve_stage`, for the same reason."""
-    row = conn.execute(
+def first_active_stage_lookup(organization_id: uuid.UUID, pipeline_id: Any, category: StageCategory) -> Select[Any]:
+    """`first_active_stage` as a query another statement may carry (`pipeline_id` may be a column of it)."""
+    return (
         select(*_STAGE_ROW_COLUMNS)
         .where(
             pipeline_stages.c.organization_id == organization_id,
@@ -84,7 +74,49 @@ def first_active_stage(
         .order_by(pipeline_stages.c.position, pipeline_stages.c.id)
         .limit(1)
         .with_for_update(read=True, key_share=True)
-    ).first()
+    )
+
+
+STAGE_ROW_NAMES = tuple(c.name for c in _STAGE_ROW_COLUMNS)
+
+
+def stage_row_of(values: Mapping[str, Any], prefix: str) -> StageRow | None:
+    """The StageRow of a lookup's columns another statement read as `<prefix><name>` (None: it found none)."""
+    if values[prefix + "id"] is None:
+        return None
+    return StageRow(
+        id=values[prefix + "id"],
+        pipeline_id=values[prefix + "pipeline_id"],
+        category=StageCategory(values[prefix + "category"]),
+        position=values[prefix + "position"],
+        archived_at=values[prefix + "archived_at"],
+    )
+
+
+def stage_not_found() -> NotFound:
+    return NotFound("Stage not found.", code="STAGE_NOT_FOUND")
+
+
+def resolve_stage(conn: Connection, organization_id: uuid.UUID, stage_id: uuid.UUID) -> StageRow:
+    """The stage with this id in this organization, archived or not (the caller decides what archived means
+    for it); another organization's id is NotFound exactly like a random one.
+
+    The row is taken FOR KEY SHARE (it does not block other readers or movers): a concurrent archive or
+    category change of the stage waits for the caller's transaction, and the caller waits for one already
+    under way and then reads the stage as it left it.
+    """
+    row = conn.execute(stage_lookup(organization_id, stage_id)).first()
+    if row is None:
+        raise stage_not_found()
+    return _stage_row(row)
+
+
+def first_active_stage(
+    conn: Connection, organization_id: uuid.UUID, pipeline_id: uuid.UUID, category: StageCategory
+) -> StageRow | None:
+    """The active stage of this category with the lowest position in the pipeline, if any; taken FOR KEY
+    SHARE like `resolve_stage`, for the same reason."""
+    row = conn.execute(first_active_stage_lookup(organization_id, pipeline_id, category)).first()
     return None if row is None else _stage_row(row)
 
 
@@ -95,9 +127,12 @@ class StagePlacement:
     category: StageCategory
 
 
-def default_new_stage(conn: Connection, organization_id: uuid.UUID) -> StagePlacement:
-    """Where a new lead lands: the first active `new` stage of the default pipeline, seeded on first use."""
-    found = _first_new_stage_of_default(conn, organization_id)
+def default_new_stage(
+    conn: Connection, organization_id: uuid.UUID, *, known: StagePlacement | None = None
+) -> StagePlacement:
+    """Where a new lead lands: the first active `new` stage of the default pipeline, seeded on first use.
+    `known`: what an earlier statement of the unit read with `first_new_stage_of_default` (no read then)."""
+    found = known or _first_new_stage_of_default(conn, organization_id)
     if found:
         return found
     ensure_default_pipeline(conn, organization_id)
@@ -138,8 +173,10 @@ def ensure_default_pipeline(conn: Connection, organization_id: uuid.UUID) -> Non
         )
 
 
-def _first_new_stage_of_default(conn: Connection, organization_id: uuid.UUID) -> StagePlacement | None:
-    row = conn.execute(
+def first_new_stage_of_default(organization_id: uuid.UUID) -> Select[Any]:
+    """Where a new lead lands, as a query (pipeline_id, id, category) another statement may carry (a LATERAL
+    join): the first active New stage of the default pipeline; no row before the pipeline is seeded."""
+    return (
         select(pipeline_stages.c.pipeline_id, pipeline_stages.c.id, pipeline_stages.c.category)
         .join(pipelines, pipelines.c.id == pipeline_stages.c.pipeline_id)
         .where(
@@ -150,31 +187,23 @@ def _first_new_stage_of_default(conn: Connection, organization_id: uuid.UUID) ->
         )
         .order_by(pipeline_stages.c.position)
         .limit(1)
-    ).first()
-    if row is None:
+    )
+
+
+def placement_of(
+    pipeline_id: uuid.UUID | None, stage_id: uuid.UUID | None, category: str | None
+) -> StagePlacement | None:
+    if pipeline_id is None or stage_id is None or category is None:
         return None
-    return StagePlacement(pipeline_id=row.pipeline_id, stage_id=row.id, category=StageCategory(row.category))
+    return StagePlacement(pipeline_id=pipeline_id, stage_id=stage_id, category=StageCategory(category))
+
+
+def _first_new_stage_of_default(conn: Connection, organization_id: uuid.UUID) -> StagePlacement | None:
+    row = conn.execute(first_new_stage_of_default(organization_id)).first()
+    return placement_of(row.pipeline_id, row.id, row.category) if row else None
 
 
 # -- reads -----------------------------------------------------------------------------------------------
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def pipeline_not_found() -> NotFound:

@@ -2,7 +2,7 @@
 
 Standard library only: the webhook receiver and graph_fetch run outside the VPC and load no validation
 library (an import contract), so their needs are presence checks written here. The database functions
-validate their typed settings (the DB_* family, the event bus) with pydantic-settings in
+validate their typed settings (the DB_* family, the event bus) with pydantic in
 `leadcrm.platform.config`, and report problems in the same shape.
 
 Each function lists what it needs in its own `settings.py` (functions/<name>/settings.py) and checks it

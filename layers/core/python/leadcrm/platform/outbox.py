@@ -20,13 +20,16 @@ from leadcrm.platform.tables import outbox
 
 logger = logging.getLogger(__name__)
 
-# The request that wrote an event publishes it within milliseconds; the relay leaves younger rows to it.
+# The request that wrote an event publishes it within milliseconds, without stamping it; the relay leaves
+# younger rows to it, and past this grace publishes every row still unstamped again (its request may have
+# died before publishing) and stamps it. A row whose publish failed (last_error) is the relay's at once.
 RELAY_GRACE = timedelta(seconds=30)
 RELAY_BATCH = 500
 # Stay well inside the task_lifecycle function's timeout; what is left waits for the next run.
 RELAY_BUDGET_SECONDS = 20.0
-# Published by every relay run, alarmed in infra (Observability): an event that stays unpublished means
-# consumers are not told, whatever the cause (bus outage, relay failing, rows stuck on one error).
+# Published by every relay run, alarmed in infra (Observability): an event that stays unpublished past the
+# grace means consumers may not have been told, whatever the cause (bus outage, relay failing, rows stuck on
+# one error). Rows within the grace are not counted: their request published them, or is about to.
 METRICS_NAMESPACE = "LeadCRM"
 BACKLOG_AGE_METRIC = "OutboxOldestUnpublishedAgeSeconds"
 # How much each run did, as counts per run (0 included).
@@ -42,18 +45,23 @@ RETENTION = Retention(
 
 
 def publish_committed(events: Sequence[DomainEvent]) -> None:
-    """Publish events whose transaction has committed and stamp the ones the bus accepted. When the bus
-    refuses the call (an outage, throttling, once botocore's own retries are spent) the attempt is counted on
-    every row before the error is raised: the rows stay unpublished, and the relay takes a row that has
-    been tried without waiting for RELAY_GRACE (its writer is done with it)."""
+    """Publish events whose transaction has committed (their rows were written with this attempt counted).
+
+    Nothing is written when the bus takes them: the row stays unpublished until the relay, past its grace
+    period, publishes it again and stamps it in its batch. Consumers are idempotent (at-least-once is the
+    contract), so the second delivery changes nothing, and a Lambda that dies between the commit and this
+    call loses no event. Only a failure costs a statement: the error is kept on every row the bus did not
+    take (or on all of them when the call failed), which hands the row to the relay without waiting for
+    the grace period, and the error is raised."""
     try:
         result = eventbridge.put_events(events)
     except Exception as error:
         with transaction() as conn:
-            _mark(conn, [], {str(e.id): f"{type(error).__name__}: {error}" for e in events})
+            _keep_errors(conn, {str(e.id): f"{type(error).__name__}: {error}" for e in events}, count_attempt=False)
         raise
-    with transaction() as conn:
-        _mark(conn, result.published, result.failed)
+    if result.failed:
+        with transaction() as conn:
+            _keep_errors(conn, result.failed, count_attempt=False)
 
 
 def relay_unpublished(
@@ -73,7 +81,7 @@ def relay_unpublished(
         totals["failed"] += len(result.failed)
         if len(result.published) + len(result.failed) < batch or result.failed:
             break  # drained, or the bus is failing: the next run tries again
-    backlog_age = oldest_unpublished_age_seconds()
+    backlog_age = oldest_unpublished_age_seconds(grace)
     _publish(BACKLOG_AGE_METRIC, backlog_age, MetricUnit.Seconds)
     _publish(PUBLISHED_METRIC, totals["published"], MetricUnit.Count)
     _publish(FAILED_METRIC, totals["failed"], MetricUnit.Count)
@@ -81,11 +89,14 @@ def relay_unpublished(
     return totals
 
 
-def oldest_unpublished_age_seconds() -> float:
-    """How long the oldest unpublished event has waited (0 when none waits): one index read."""
+def oldest_unpublished_age_seconds(grace: timedelta = RELAY_GRACE) -> float:
+    """How long the oldest event still unpublished past the grace has waited (0 when none): one index read.
+    Younger rows are left out: they are their request's, published without a stamp."""
     with transaction() as conn:
         age = conn.execute(
-            select(extract("epoch", sql_now() - func.min(outbox.c.occurred_at))).where(outbox.c.published_at.is_(None))
+            select(extract("epoch", sql_now() - func.min(outbox.c.occurred_at))).where(
+                outbox.c.published_at.is_(None), outbox.c.occurred_at < sql_now() - grace
+            )
         ).scalar_one()
     return max(float(age), 0.0) if age is not None else 0.0
 
@@ -106,8 +117,8 @@ def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
                 select(outbox)
                 .where(
                     outbox.c.published_at.is_(None),
-                    # the grace leaves a fresh row to the request that wrote it; one it tried is the relay's
-                    or_(outbox.c.occurred_at < sql_now() - grace, outbox.c.attempts > 0),
+                    # the grace leaves a fresh row to the request that wrote it; one that failed is the relay's
+                    or_(outbox.c.occurred_at < sql_now() - grace, outbox.c.last_error.is_not(None)),
                 )
                 .order_by(outbox.c.occurred_at)
                 .limit(batch)
@@ -139,7 +150,7 @@ def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
 
 
 def _mark(conn: Connection, published: list[str], failed: dict[str, str]) -> None:
-    """Stamp what the bus took and count an attempt on the rest: two statements at most, any batch size."""
+    """The relay's batch: stamp what the bus took and count an attempt on every row, two statements at most."""
     if published:
         conn.execute(
             update(outbox)
@@ -147,18 +158,26 @@ def _mark(conn: Connection, published: list[str], failed: dict[str, str]) -> Non
             .values(published_at=sql_now(), attempts=outbox.c.attempts + 1, last_error=None)
         )
     if failed:
-        errors = recordset(
-            "failures",
-            "failures",
-            [{"id": event_id, "error": error[:1000]} for event_id, error in failed.items()],
-            {"id": Uuid, "error": Text},
-        )
-        conn.execute(
-            update(outbox)
-            .where(outbox.c.id == errors.c.id)
-            .values(attempts=outbox.c.attempts + 1, last_error=errors.c.error)
-        )
+        _keep_errors(conn, failed, count_attempt=True)
 
 
-def unpublished_count(conn: Connection) -> int:
-    return conn.execute(select(func.count()).select_from(outbox).where(outbox.c.published_at.is_(None))).scalar_one()
+def _keep_errors(conn: Connection, failed: dict[str, str], *, count_attempt: bool) -> None:
+    """One statement: each row's error (a request's attempt was counted when its row was written)."""
+    errors = recordset(
+        "failures",
+        "failures",
+        [{"id": event_id, "error": error[:1000]} for event_id, error in failed.items()],
+        {"id": Uuid, "error": Text},
+    )
+    attempts = outbox.c.attempts + 1 if count_attempt else outbox.c.attempts
+    conn.execute(update(outbox).where(outbox.c.id == errors.c.id).values(attempts=attempts, last_error=errors.c.error))
+
+
+def undelivered_count(conn: Connection) -> int:
+    """Events nobody has handed to the bus yet: left to the relay (attempts 0) or refused (last_error).
+    A row its request published is not counted, though the relay re-sends and stamps it later."""
+    return conn.execute(
+        select(func.count())
+        .select_from(outbox)
+        .where(outbox.c.published_at.is_(None), or_(outbox.c.attempts == 0, outbox.c.last_error.is_not(None)))
+    ).scalar_one()

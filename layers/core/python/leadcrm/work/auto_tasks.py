@@ -1,25 +1,34 @@
 """The auto-task of a new lead (spec G1 step 7, also on G2): the owner is asked to contact it tomorrow.
 
-The task is the lead's follow-up (spec "One object"): the same statement writes the lead's seed follow-up
-(a call due at the lead's created_at, `work.follow_ups.with_intake_seed`), which the task stands for;
-no task (no owner, or a failure) means no seed either.
+The task is the lead's follow-up (spec "One object"): the lead's INSERT carries the task's INSERT as a CTE
+and writes the lead's seed follow-up (a call due at the lead's created_at,
+`work.follow_ups.intake_seed_values_sql`), which the task stands for; the seed reads the task's RETURNING,
+so no task (no owner, a conflict) means no seed either.
 
-It never blocks the create (spec "Auto-task never blocks lead create"): the insert runs in a SAVEPOINT, and
-any failure rolls back only the savepoint, is logged, and is swallowed. No owner: silently skipped.
+It never blocks the create (spec "Auto-task never blocks lead create"). The task shares the lead's statement
+(no SAVEPOINT round trips), so it is built to be unable to fail there: tomorrow is computed here in the
+organization's timezone (an unknown zone: no task, logged), the owner is read by the statement itself (none:
+no row), the task's id is new and so is its lead (the one-open-contact-task index cannot conflict); a builder
+that raises is logged and the lead is created without its task.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from datetime import date, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
 
-from sqlalchemy import Connection, Date, Executable, cast, func, insert, literal, select
+from sqlalchemy import CTE, Date, insert, literal, select
 
 from leadcrm.directory.rules import MembershipStatus, Role
-from leadcrm.directory.tables import memberships, organizations
-from leadcrm.platform.db.now import sql_now
+from leadcrm.directory.tables import memberships
+from leadcrm.leads.messages import CreationWrites
+from leadcrm.platform import clock
 from leadcrm.platform.ids import uuid7
-from leadcrm.work.follow_ups import with_intake_seed
+from leadcrm.platform.timezones import is_iana_timezone
+from leadcrm.work.follow_ups import intake_seed_values_sql
 from leadcrm.work.tables import tasks
 
 logger = logging.getLogger(__name__)
@@ -27,48 +36,53 @@ logger = logging.getLogger(__name__)
 CONTACT_LEAD_TASK = "contact_lead"
 
 
-def create_contact_task(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID, title: str) -> bool:
-    """True when the task was written; False when skipped (no owner) or failed (logged, not raised)."""
+def contact_task_writes(
+    organization_id: uuid.UUID, lead_id: uuid.UUID, title: str, timezone: str | None
+) -> CreationWrites | None:
+    """The task and the seed, for the new lead's INSERT; None when they cannot be built (logged, not raised)."""
     try:
-        with conn.begin_nested():
-            created = conn.execute(_contact_task_insert(organization_id, lead_id, title)).first()
+        if not timezone or not is_iana_timezone(timezone):
+            raise ValueError(f"unknown timezone {timezone!r}")
+        tomorrow_there = clock.now().astimezone(ZoneInfo(timezone)).date() + timedelta(days=1)
+        task = _contact_task_insert(organization_id, lead_id, title, tomorrow_there).cte("intake_task")
     except Exception:
         logger.exception("auto-task not created", extra={"leadId": str(lead_id)})
-        return False
-    if created is None:
-        logger.debug("auto-task skipped: no owner", extra={"organizationId": str(organization_id)})
-        return False
-    return True
+        return None
+    return CreationWrites(lead_values=intake_seed_values_sql(task), statements=(task,))
 
 
-def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: str) -> Executable:
-    """One INSERT … SELECT: the owner (oldest active owner membership) and tomorrow in the organization's
-    timezone are found by the same statement that writes the task, so no owner means no row."""
-    tomorrow_there = cast(func.timezone(organizations.c.timezone, sql_now()), Date) + 1
-    owner_and_due_date = (
-        select(
-            literal(uuid7()),
-            literal(organization_id),
-            literal(CONTACT_LEAD_TASK),
-            literal(title),
-            literal("high"),
-            literal("auto"),
-            tomorrow_there,
-            memberships.c.user_id,
-            literal(lead_id),
-        )
-        .select_from(organizations.join(memberships, memberships.c.organization_id == organizations.c.id))
+def _owner(organization_id: uuid.UUID) -> CTE:
+    """The oldest active owner membership's user: no row when the organization has no owner (no task)."""
+    return (
+        select(memberships.c.user_id)
         .where(
-            organizations.c.id == organization_id,
+            memberships.c.organization_id == organization_id,
             memberships.c.role == Role.OWNER.value,
             memberships.c.status == MembershipStatus.ACTIVE.value,
             memberships.c.deleted_at.is_(None),
         )
         .order_by(memberships.c.created_at, memberships.c.id)
         .limit(1)
+        .cte("intake_owner")
     )
 
-    task_insert = (
+
+def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: str, due_date: date) -> Any:
+    """One INSERT … SELECT from the owner, RETURNING the row it wrote: no owner means none."""
+    owner = _owner(organization_id)
+    row = select(
+        literal(uuid7()),
+        literal(organization_id),
+        literal(CONTACT_LEAD_TASK),
+        literal(title),
+        literal("high"),
+        literal("auto"),
+        literal(due_date, Date),
+        owner.c.user_id,
+        literal(lead_id),
+    )
+    # Core insert, not postgresql.insert: SQLAlchemy caches the create's compiled statement only with it.
+    return (
         insert(tasks)
         .from_select(
             [
@@ -82,8 +96,7 @@ def _contact_task_insert(organization_id: uuid.UUID, lead_id: uuid.UUID, title: 
                 tasks.c.assignee_user_id,
                 tasks.c.linked_lead_id,
             ],
-            owner_and_due_date,
+            row,
         )
-        .returning(tasks.c.linked_lead_id)
+        .returning(tasks.c.id)
     )
-    return with_intake_seed(task_insert, organization_id)

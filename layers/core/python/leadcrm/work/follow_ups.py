@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
 
-from sqlalchemy import Connection, Executable, Insert, and_, insert, or_, select, update
+from sqlalchemy import Connection, and_, insert, literal, or_, select, update
 
 from leadcrm.directory.rules import Actor, system_actor
 from leadcrm.directory.tables import organizations
-from leadcrm.leads.activity import record_activity
-from leadcrm.leads.moves import lock_lead
+from leadcrm.leads.activity import activities_insert
 from leadcrm.leads.rules.intake import MAX_TASK_TITLE_LENGTH
-from leadcrm.leads.tables import leads
+from leadcrm.leads.tables import LEAD_COLUMNS, leads
 from leadcrm.pipelines.rules.statuses import StageCategory, is_open
 from leadcrm.platform import clock
 from leadcrm.platform.db.now import sql_now
@@ -106,6 +106,20 @@ _STATE_COLUMNS = (
 )
 
 
+def state_of(row: Any) -> LeadFollowUpState:
+    """The state of a lead row read with the lock's statement: the lead columns and `organizations.timezone`
+    (`STATE_JOIN`)."""
+    return _state(row)
+
+
+def state_join() -> Any:
+    """What a lock of the lead joins to read the state with it (organizations.timezone)."""
+    return leads.join(organizations, organizations.c.id == leads.c.organization_id)
+
+
+STATE_EXTRA_COLUMNS = (organizations.c.timezone,)
+
+
 def _state(row: Any) -> LeadFollowUpState:
     label = next((v.strip() for v in (row["name"], row["email"], row["phone"]) if v and v.strip()), "lead")
     return LeadFollowUpState(
@@ -129,9 +143,12 @@ def _state_query(organization_id: uuid.UUID, lead_id: uuid.UUID) -> Any:
 
 
 def lock_lead_state(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> LeadFollowUpState:
-    """Lead-side writes: the lead row FOR UPDATE (`lock_lead`, 404 LEAD_NOT_FOUND), then its state."""
-    lock_lead(conn, organization_id, lead_id)
-    return _state(conn.execute(_state_query(organization_id, lead_id)).mappings().one())
+    """Lead-side writes: the lead row FOR UPDATE (as `lock_lead`: 404 LEAD_NOT_FOUND) and its state, read by
+    the same statement."""
+    row = conn.execute(_state_query(organization_id, lead_id).with_for_update(of=leads)).mappings().first()
+    if row is None:
+        raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
+    return _state(row)
 
 
 def _lock_lead_for_task(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> LeadFollowUpState | None:
@@ -209,8 +226,24 @@ def _write_lead_follow_up(
     *,
     via: str,
     task_id: uuid.UUID | None,
-) -> None:
-    conn.execute(
+    carried: Sequence[Any] = (),
+    returning: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """The lead's follow-up and its timeline entry in one statement (the entry a CTE of the UPDATE, built so
+    it cannot fail: leads.activity), with the `carried` CTEs (the task's write); the lead after
+    (LEAD_COLUMNS and `returning`)."""
+    if follow_up is None:
+        activity, payload = FOLLOW_UP_CLEARED, {"via": via, "taskId": str(task_id) if task_id else None}
+    else:
+        activity, payload = FOLLOW_UP_SET, _follow_up_payload(follow_up, via, task_id)
+    entry = {
+        "organization_id": state.organization_id,
+        "lead_id": state.lead_id,
+        "type": activity,
+        "payload": payload,
+        "actor_user_id": actor.user_id,
+    }
+    statement = (
         update(leads)
         .where(leads.c.organization_id == state.organization_id, leads.c.id == state.lead_id)
         .values(
@@ -219,13 +252,10 @@ def _write_lead_follow_up(
             next_action_note=follow_up.note if follow_up else None,
             updated_at=sql_now(),
         )
+        .returning(*LEAD_COLUMNS, *returning)
+        .add_cte(activities_insert([entry], "follow_up_entry").cte("follow_up_timeline"), *carried)
     )
-    if follow_up is None:
-        payload: dict[str, Any] = {"via": via, "taskId": str(task_id) if task_id else None}
-        record_activity(conn, state.organization_id, state.lead_id, FOLLOW_UP_CLEARED, payload, actor.user_id)
-    else:
-        payload = _follow_up_payload(follow_up, via, task_id)
-        record_activity(conn, state.organization_id, state.lead_id, FOLLOW_UP_SET, payload, actor.user_id)
+    return dict(conn.execute(statement).mappings().one())
 
 
 def _close_task(conn: Connection, task_id: uuid.UUID, status: str) -> None:
@@ -259,16 +289,28 @@ def _place_task(
     fields: TaskFields,
 ) -> uuid.UUID:
     """Moves the lead's open contact task onto the follow-up, or creates it; the task's id."""
+    statement, task_id = _task_placement(actor, state, follow_up, task, fields)
+    conn.execute(statement)
+    return task_id
+
+
+def _task_placement(
+    actor: Actor,
+    state: LeadFollowUpState,
+    follow_up: FollowUp,
+    task: dict[str, Any] | None,
+    fields: TaskFields,
+) -> tuple[Any, uuid.UUID]:
+    """`_place_task`'s statement (for a caller that carries it as a CTE) and the task's id."""
     due = task_due_for(follow_up.at, state.zone)
     if task is not None:
         values: dict[str, Any] = {"due_date": due.due_date, "due_time": due.due_time, "updated_at": sql_now()}
         for name in ("title", "description", "priority", "assignee_user_id"):
             if getattr(fields, name) is not None:
                 values[name] = getattr(fields, name)
-        conn.execute(update(tasks).where(tasks.c.id == task["id"]).values(**values))
-        return task["id"]
+        return update(tasks).where(tasks.c.id == task["id"]).values(**values), task["id"]
     task_id = uuid7()
-    conn.execute(
+    return (
         insert(tasks).values(
             id=task_id,
             organization_id=state.organization_id,
@@ -282,9 +324,9 @@ def _place_task(
             assignee_user_id=fields.assignee_user_id or state.owner_user_id or actor.user_id,
             linked_lead_id=state.lead_id,
             created_by_user_id=actor.user_id,
-        )
+        ),
+        task_id,
     )
-    return task_id
 
 
 # -- lead side -----------------------------------------------------------------------------------------------
@@ -299,16 +341,26 @@ def set_follow_up(
     via: str = "follow_up",
     fields: TaskFields | None = None,
     state: LeadFollowUpState | None = None,
-) -> uuid.UUID:
-    """Sets the lead's follow-up and moves its open contact task onto it (or creates one); the task id.
+    returning: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """Sets the lead's follow-up and moves its open contact task onto it (or creates one); the lead after
+    (LEAD_COLUMNS and `returning`). The task's write, the lead's and the timeline entry are one statement.
 
     `state`: the caller already holds the lead's lock (a touch). Assignee of a new task: the lead's owner,
     else the actor."""
     state = state or lock_lead_state(conn, actor.organization_id, lead_id)
     task = lock_open_contact_task(conn, state.organization_id, state.lead_id)
-    task_id = _place_task(conn, actor, state, follow_up, task, fields or TaskFields())
-    _write_lead_follow_up(conn, actor, state, follow_up, via=via, task_id=task_id)
-    return task_id
+    placement, task_id = _task_placement(actor, state, follow_up, task, fields or TaskFields())
+    return _write_lead_follow_up(
+        conn,
+        actor,
+        state,
+        follow_up,
+        via=via,
+        task_id=task_id,
+        carried=[placement.cte("placed_task")],
+        returning=returning,
+    )
 
 
 def clear_follow_up(conn: Connection, actor: Actor, lead_id: uuid.UUID) -> bool:
@@ -414,19 +466,14 @@ def create_linked_contact_task(
 # -- the automatic seeds -------------------------------------------------------------------------------------
 
 
-def with_intake_seed(task_insert: Insert, organization_id: uuid.UUID) -> Executable:
-    """The intake auto-task's INSERT (RETURNING its linked_lead_id) wrapped so that the same statement writes
-    the new lead's seed follow-up: a call due at the lead's created_at, which the task (due tomorrow) stands
-    for. The seed is written exactly when the task is (no owner: neither), in one round trip; the statement
-    returns a row when both were written. The caller shows the new lead with
-    `work.rules.follow_ups.intake_seed_values`."""
-    task = task_insert.cte("intake_task")
-    return (
-        update(leads)
-        .where(leads.c.organization_id == organization_id, leads.c.id.in_(select(task.c.linked_lead_id)))
-        .values(next_action_at=leads.c.created_at, next_action_type=SEED_TYPE, next_action_note=None)
-        .returning(leads.c.id)
-    )
+def intake_seed_values_sql(intake_task: Any) -> dict[str, Any]:
+    """The new lead's seed follow-up as values of its INSERT: a call due at the lead's created_at (the clock's
+    instant, as created_at is), which the intake task (due tomorrow) stands for. Written exactly when the task
+    is: read from `intake_task` (the auto-task INSERT's CTE, RETURNING the row it wrote), so NULLs without."""
+    return {
+        "next_action_at": select(sql_now()).select_from(intake_task).scalar_subquery(),
+        "next_action_type": select(literal(SEED_TYPE)).select_from(intake_task).scalar_subquery(),
+    }
 
 
 def auto_seed_condition() -> Any:

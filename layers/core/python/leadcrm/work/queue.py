@@ -17,17 +17,23 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import (
+    BindParameter,
     ColumnElement,
     Connection,
+    DateTime,
+    Integer,
     Numeric,
     Select,
     and_,
+    bindparam,
     case,
+    false,
     func,
-    literal,
     literal_column,
     or_,
     select,
@@ -41,7 +47,6 @@ from leadcrm.directory.tables import organizations
 from leadcrm.leads.tables import INBOUND_UNANSWERED_SQL, QUEUE_SCOPE_SQL, REAL_FOLLOW_UP_SQL, UNTOUCHED_NEW_SQL, leads
 from leadcrm.platform import clock
 from leadcrm.platform.assignee import Assignee
-from leadcrm.platform.db.filters import assignee_condition
 from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
 from leadcrm.platform.paging import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
@@ -164,7 +169,31 @@ class QueuePage:
     next_cursor: str | None
 
 
-# -- rank expressions -------------------------------------------------------------------------------------
+# -- the statement, built once per shape ----------------------------------------------------------------------
+#
+# The page statement is ~3.7 kB: building it and computing its SQLAlchemy cache key cost ~2 ms a call. Its
+# structure depends only on a few choices (the `_Shape`); everything else (the organization, the instants
+# of the window, the cursor, the page size) is a bound parameter. So each shape's statement is built once
+# per process and every call only binds values: SQLAlchemy's compiled cache then hits on a memoized key.
+
+_TIMESTAMP = DateTime(timezone=True)
+
+
+def _at(name: str) -> BindParameter:
+    return bindparam(name, type_=_TIMESTAMP)
+
+
+_ORG = bindparam("organization_id", type_=leads.c.organization_id.type)
+_ASSIGNEE = bindparam("assignee_user_id", type_=leads.c.assigned_to_user_id.type)
+_HOT_SINCE, _COOLING_SINCE, _SLA_CUTOFF = _at("hot_since"), _at("cooling_since"), _at("sla_cutoff")
+_DAY_STARTS_AT, _DAY_ENDS_AT = _at("day_starts_at"), _at("day_ends_at")
+_AFTER_KEY = bindparam("after_rank_key", type_=Numeric)
+_AFTER_ID = bindparam("after_id", type_=leads.c.id.type)
+_ROWS = bindparam("rows", type_=Integer)  # the page size + 1: one more row tells there is a next page
+
+
+def _bound_param(reason: Reason) -> BindParameter:
+    return _at(f"bound_{reason.value}")
 
 
 def _epoch(column: ColumnElement) -> ColumnElement:
@@ -185,17 +214,15 @@ def _tier_case(*whens: tuple[ColumnElement, Tier], otherwise: Tier) -> ColumnEle
     return case(*((condition, _constant(tier)) for condition, tier in whens), else_=_constant(otherwise))
 
 
-def _arrival_tier(at: ColumnElement, window: Window) -> ColumnElement:
-    return _tier_case(
-        (at > window.hot_since, Tier.HOT), (at > window.cooling_since, Tier.COOLING), otherwise=Tier.BACKLOG
-    )
+def _arrival_tier(at: ColumnElement) -> ColumnElement:
+    return _tier_case((at > _HOT_SINCE, Tier.HOT), (at > _COOLING_SINCE, Tier.COOLING), otherwise=Tier.BACKLOG)
 
 
-def _returned_condition(window: Window) -> ColumnElement:
+def _returned_condition() -> ColumnElement:
     c = leads.c
     return and_(
         c.returned_at.is_not(None),
-        c.returned_at > window.cooling_since,
+        c.returned_at > _COOLING_SINCE,
         c.status.in_([literal_column(f"'{s}'") for s in RETURNED_STATUSES]),
         or_(c.last_contact_attempt_at.is_(None), c.last_contact_attempt_at < c.returned_at),
         or_(c.last_contacted_at.is_(None), c.last_contacted_at < c.returned_at),
@@ -203,42 +230,37 @@ def _returned_condition(window: Window) -> ColumnElement:
     )
 
 
-def _reason_keys(window: Window) -> dict[Reason, tuple[ColumnElement, ColumnElement]]:
+def _reason_keys() -> dict[Reason, tuple[ColumnElement, ColumnElement]]:
     """For each reason: (the condition a lead has it under, within the queue scope; its rank key)."""
     c = leads.c
     follow_up_key = _constant(TIER_SCALE * int(Tier.DUE)) + _epoch(c.next_action_at)
-    due = and_(text(REAL_FOLLOW_UP_SQL), c.next_action_at < window.day.ends_at)
+    due = and_(text(REAL_FOLLOW_UP_SQL), c.next_action_at < _DAY_ENDS_AT)
     return {
         Reason.INBOUND_UNANSWERED: (
             and_(text(INBOUND_UNANSWERED_SQL)),
-            _newest_first_key(_arrival_tier(c.last_inbound_at, window), c.last_inbound_at),
+            _newest_first_key(_arrival_tier(c.last_inbound_at), c.last_inbound_at),
         ),
         # Overdue and due today share a branch: one tier, ranked by when the follow-up was due.
         Reason.FOLLOW_UP_OVERDUE: (due, follow_up_key),
         Reason.NEW_UNTOUCHED: (
-            and_(text(UNTOUCHED_NEW_SQL), c.created_at <= window.sla_cutoff),
-            _newest_first_key(_arrival_tier(c.created_at, window), c.created_at),
+            and_(text(UNTOUCHED_NEW_SQL), c.created_at <= _SLA_CUTOFF),
+            _newest_first_key(_arrival_tier(c.created_at), c.created_at),
         ),
         Reason.RETURNED: (
-            _returned_condition(window),
+            _returned_condition(),
             _newest_first_key(
-                _tier_case((c.returned_at > window.hot_since, Tier.HOT), otherwise=Tier.COOLING), c.returned_at
+                _tier_case((c.returned_at > _HOT_SINCE, Tier.HOT), otherwise=Tier.COOLING), c.returned_at
             ),
         ),
         Reason.UNASSIGNED: (c.assigned_to_user_id.is_(None), _newest_first_key(int(Tier.BACKLOG), c.created_at)),
     }
 
 
-def _best_key(window: Window) -> ColumnElement:
+def _best_key() -> ColumnElement:
     """The lead's best rank over all its reasons: `leadcrm_queue_rank` (migration 0012) is `_reason_keys`'
     LEAST written once in SQL, inlined by the planner, so each branch stays short."""
     return func.leadcrm_queue_rank(
-        literal_column("leads"),
-        window.hot_since,
-        window.cooling_since,
-        window.sla_cutoff,
-        window.day.ends_at,
-        type_=Numeric,
+        literal_column("leads"), _HOT_SINCE, _COOLING_SINCE, _SLA_CUTOFF, _DAY_ENDS_AT, type_=Numeric
     )
 
 
@@ -281,16 +303,23 @@ def _tier_lower_bounds(reason: Reason, window: Window) -> dict[int, datetime | N
     return {Tier.HOT: window.hot_since, Tier.COOLING: window.cooling_since, Tier.BACKLOG: None}
 
 
-def _branch_bound(branch: _Branch, after: QueueCursor, window: Window) -> ColumnElement | None | bool:
-    """A range on the branch's index column holding every row ranked after the cursor (exactness comes from
-    the rank filter; this only lets the index start in the right place). False: the branch is all before."""
-    column = _order_column(branch.reason)
+class _Bound(StrEnum):
+    """How a branch starts after the cursor: a range on its index column holding every row ranked after
+    the cursor (exactness comes from the rank filter; this only lets the index start in the right place)."""
+
+    SKIP = "skip"  # every row of the branch ranks before the cursor
+    OPEN = "open"  # no range
+    FROM = "from"  # column >= the bound (the follow-up branch, oldest first)
+    UNTIL = "until"  # column <= the bound (newest-first branches)
+
+
+def _branch_bound(branch: _Branch, after: QueueCursor, window: Window) -> tuple[_Bound, datetime | None]:
     if all(tier < after.tier for tier in branch.tiers):
-        return False
+        return _Bound.SKIP, None
     if not branch.newest_first:  # the follow-up branch: one tier
-        return column >= after.at if after.tier == Tier.DUE else None
+        return (_Bound.FROM, after.at) if after.tier == Tier.DUE else (_Bound.OPEN, None)
     if branch.tiers[0] > after.tier:
-        return None
+        return _Bound.OPEN, None
     bounds = _tier_lower_bounds(branch.reason, window)
     upper: datetime | None = None
     for tier in branch.tiers:  # newest segment first; tiers grow as the instant gets older
@@ -301,70 +330,127 @@ def _branch_bound(branch: _Branch, after: QueueCursor, window: Window) -> Column
             break
         else:
             break
-    return None if upper is None else column <= upper
+    return (_Bound.OPEN, None) if upper is None else (_Bound.UNTIL, upper)
 
 
-def build_queue_query(actor: Actor, filters: QueueFilters, window: Window) -> Select:
-    """The page statement (public so the plan test and the bench EXPLAIN exactly what the route runs)."""
-    c = leads.c
-    keys = _reason_keys(window)
-    common: list[ColumnElement] = [c.organization_id == actor.organization_id, text(QUEUE_SCOPE_SQL)]
-    if filters.assignee is not None:
-        common.append(assignee_condition(c.assigned_to_user_id, filters.assignee))
-    if filters.reason is not None:
-        branch_reason = Reason.FOLLOW_UP_OVERDUE if filters.reason is Reason.FOLLOW_UP_DUE_TODAY else filters.reason
-        branches = [b for b in _BRANCHES if b.reason is branch_reason]
-        rank = keys[branch_reason][1]
+class _AssigneeFilter(StrEnum):
+    ANYONE = "anyone"
+    USER = "user"
+    NOBODY = "nobody"
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What the page statement's structure depends on; `branches` lists each branch it runs with, after a
+    cursor, how it starts (`_Bound.OPEN` for every branch on a first page)."""
+
+    reason: Reason | None
+    assignee: _AssigneeFilter
+    paged: bool
+    branches: tuple[tuple[Reason, _Bound], ...]
+
+
+def _shape_and_values(actor: Actor, filters: QueueFilters, window: Window) -> tuple[_Shape, dict[str, Any]]:
+    branch_reason = Reason.FOLLOW_UP_OVERDUE if filters.reason is Reason.FOLLOW_UP_DUE_TODAY else filters.reason
+    branches = [b for b in _BRANCHES if branch_reason is None or b.reason is branch_reason]
+    if filters.assignee is None:
+        assignee = _AssigneeFilter.ANYONE
+    elif filters.assignee.is_unassigned:
+        assignee = _AssigneeFilter.NOBODY
     else:
-        branches = list(_BRANCHES)
-        rank = _best_key(window)
-    if filters.assignee is not None and not filters.assignee.is_unassigned:
+        assignee = _AssigneeFilter.USER
         # A lead someone is responsible for is never in the `unassigned` branch.
         branches = [b for b in branches if b.reason is not Reason.UNASSIGNED]
+    values: dict[str, Any] = {
+        "organization_id": actor.organization_id,
+        "hot_since": window.hot_since,
+        "cooling_since": window.cooling_since,
+        "sla_cutoff": window.sla_cutoff,
+        "day_starts_at": window.day.starts_at,
+        "day_ends_at": window.day.ends_at,
+        "rows": filters.limit + 1,
+    }
+    if assignee is _AssigneeFilter.USER:
+        values["assignee_user_id"] = filters.assignee.user_id  # type: ignore[union-attr]
+    planned: list[tuple[Reason, _Bound]] = []
+    for branch in branches:
+        bound, at = (_Bound.OPEN, None) if filters.after is None else _branch_bound(branch, filters.after, window)
+        if bound is not _Bound.SKIP:
+            planned.append((branch.reason, bound))
+        if at is not None:
+            values[_bound_param(branch.reason).key] = at
+    if filters.after is not None:
+        values["after_rank_key"] = filters.after.rank_key
+        values["after_id"] = filters.after.id
+    shape = _Shape(reason=filters.reason, assignee=assignee, paged=filters.after is not None, branches=tuple(planned))
+    return shape, values
+
+
+@lru_cache(maxsize=256)
+def _queue_statement(shape: _Shape) -> Select:
+    c = leads.c
+    keys = _reason_keys()
+    common: list[ColumnElement] = [c.organization_id == _ORG, text(QUEUE_SCOPE_SQL)]
+    if shape.assignee is _AssigneeFilter.NOBODY:
+        common.append(c.assigned_to_user_id.is_(None))
+    elif shape.assignee is _AssigneeFilter.USER:
+        common.append(c.assigned_to_user_id == _ASSIGNEE)
+    if shape.reason is not None:
+        branch_reason = Reason.FOLLOW_UP_OVERDUE if shape.reason is Reason.FOLLOW_UP_DUE_TODAY else shape.reason
+        rank = keys[branch_reason][1]
+    else:
+        rank = _best_key()
 
     selects = []
-    for branch in branches:
-        condition, _ = keys[branch.reason]
+    for reason, bound in shape.branches:
+        condition, _ = keys[reason]
+        column = _order_column(reason)
         where = [*common, condition]
-        if filters.reason is Reason.FOLLOW_UP_OVERDUE:
-            where.append(c.next_action_at < window.day.starts_at)
-        elif filters.reason is Reason.FOLLOW_UP_DUE_TODAY:
-            where.append(c.next_action_at >= window.day.starts_at)
-        if filters.after is not None:
-            bound = _branch_bound(branch, filters.after, window)
-            if bound is False:
-                continue
-            if bound is not None:
-                where.append(bound)
-            where.append(
-                tuple_(rank, c.id) > tuple_(literal(filters.after.rank_key, Numeric), literal(filters.after.id))
-            )
-        column = _order_column(branch.reason)
+        if shape.reason is Reason.FOLLOW_UP_OVERDUE:
+            where.append(c.next_action_at < _DAY_STARTS_AT)
+        elif shape.reason is Reason.FOLLOW_UP_DUE_TODAY:
+            where.append(c.next_action_at >= _DAY_STARTS_AT)
+        if bound is _Bound.FROM:
+            where.append(column >= _bound_param(reason))
+        elif bound is _Bound.UNTIL:
+            where.append(column <= _bound_param(reason))
+        if shape.paged:
+            where.append(tuple_(rank, c.id) > tuple_(_AFTER_KEY, _AFTER_ID))
+        newest_first = next(b.newest_first for b in _BRANCHES if b.reason is reason)
         selects.append(
             select(c.id.label("id"), rank.label("rank_key"))
             .where(*where)
             # The branch's own rank order (its rank is monotone in its column; ties by id as the page's),
             # which its index gives directly (follow-ups) or nearly (an incremental sort of equal instants).
-            .order_by(column.desc() if branch.newest_first else column.asc(), c.id)
-            .limit(filters.limit + 1)
+            .order_by(column.desc() if newest_first else column.asc(), c.id)
+            .limit(_ROWS)
         )
     if not selects:  # every branch lies before the cursor: an empty page, still one statement
-        selects.append(select(c.id.label("id"), rank.label("rank_key")).where(literal(False)))
+        selects.append(select(c.id.label("id"), rank.label("rank_key")).where(false()))
     candidates = (selects[0] if len(selects) == 1 else union(*selects)).subquery("candidates")
     top = (
         select(candidates.c.id, candidates.c.rank_key)
         .order_by(candidates.c.rank_key, candidates.c.id)
-        .limit(filters.limit + 1)
+        .limit(_ROWS)
         .subquery("top")
     )
     return (
         select(*_ITEM_COLUMNS, top.c.rank_key)
         .select_from(top.join(leads, leads.c.id == top.c.id))
-        .where(leads.c.organization_id == actor.organization_id)
+        .where(leads.c.organization_id == _ORG)
         .order_by(top.c.rank_key, top.c.id)
     )
 
 
+def build_queue_query(actor: Actor, filters: QueueFilters, window: Window) -> Select:
+    """The page statement with its values bound (public so the plan test and the bench EXPLAIN exactly
+    what the route runs)."""
+    shape, values = _shape_and_values(actor, filters, window)
+    return _queue_statement(shape).params(values)
+
+
+# What a page item shows, and the facts its reasons are computed from. Not archived_at or paused_at:
+# the statement only returns leads in the queue scope, where both are null.
 _ITEM_COLUMNS = (
     leads.c.id,
     leads.c.name,
@@ -377,19 +463,18 @@ _ITEM_COLUMNS = (
     leads.c.returned_from_status,
     leads.c.returned_via,
     leads.c.created_at,
-    leads.c.archived_at,
-    leads.c.paused_at,
     leads.c.last_contact_attempt_at,
     leads.c.last_contacted_at,
     leads.c.last_inbound_at,
     leads.c.last_outbound_at,
 )
-_FACT_FIELDS = tuple(LeadFacts.__dataclass_fields__)
+_FACT_FIELDS = tuple(name for name in LeadFacts.__dataclass_fields__ if name not in ("archived_at", "paused_at"))
 
 
 def queue_page(conn: Connection, actor: Actor, filters: QueueFilters, *, now: datetime | None = None) -> QueuePage:
     window = attention_window(conn, actor.organization_id, now or clock.now())
-    rows = conn.execute(build_queue_query(actor, filters, window)).mappings().all()
+    shape, values = _shape_and_values(actor, filters, window)
+    rows = conn.execute(_queue_statement(shape), values).mappings().all()
     page = rows[: filters.limit]
     items = []
     for row in page:

@@ -4,22 +4,19 @@ change (work.task_closing) and the return call of a returning lead (work.follow_
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import Connection, delete
 
-from leadcrm.leads.messages import ErasingAnswer, LeadCreated, LeadErasing
-from leadcrm.work.auto_tasks import create_contact_task
-from leadcrm.work.rules.follow_ups import intake_seed_values
+from leadcrm.leads.messages import CreationWrites, ErasingAnswer, LeadCreated, LeadErasing
+from leadcrm.work.auto_tasks import contact_task_writes
 from leadcrm.work.tables import tasks
 
 
-def contact_task_for_new_lead(conn: Connection, message: LeadCreated) -> dict[str, Any] | None:
-    """The new lead's contact task (spec G1 step 7); the lead's seed follow-up written with it, or None."""
-    lead = message.lead
-    if create_contact_task(conn, message.organization_id, lead["id"], message.contact_task_title):
-        return intake_seed_values(lead)
-    return None
+def contact_task_for_new_lead(conn: Connection, message: LeadCreated) -> CreationWrites | None:
+    """The new lead's contact task (spec G1 step 7) and the lead's seed follow-up, written by the lead's own
+    INSERT; None when the task cannot be built (logged)."""
+    return contact_task_writes(
+        message.organization_id, message.lead_id, message.contact_task_title, message.organization_timezone
+    )
 
 
 def delete_tasks_of_erased_lead(conn: Connection, message: LeadErasing) -> ErasingAnswer:

@@ -26,20 +26,26 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import case, literal, select, update
+from sqlalchemy import case, literal, select
 
 from leadcrm.conversations import consent
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.activity import record_activity
 from leadcrm.leads.messages import ScoringInputsChanged
-from leadcrm.leads.moves import LeadUpdate, update_lead
+from leadcrm.leads.moves import AlsoWritten, LeadUpdate, activity_row, lock_lead_with_stages, update_lead
 from leadcrm.leads.tables import LEAD_COLUMNS, leads
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.messagebus import handle
 from leadcrm.work import follow_ups
-from leadcrm.work.rules.call_outcomes import CallOutcome, OutcomeRefused, TouchChannel, is_human_contact, plan_outcome
+from leadcrm.work.rules.call_outcomes import (
+    CallOutcome,
+    OutcomeRefused,
+    TouchChannel,
+    is_human_contact,
+    plan_outcome,
+    possible_targets,
+)
 from leadcrm.work.rules.follow_ups import FollowUp, TouchFollowUpAction, plan_touch_follow_up
 
 CALL_LOGGED = "call_logged"
@@ -75,10 +81,23 @@ class TouchResult:
 
 
 def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -> TouchResult:
-    """See the module docstring. 404 LEAD_NOT_FOUND; 400 on a terminal constraint or a missing stage."""
+    """See the module docstring. 404 LEAD_NOT_FOUND; 400 on a terminal constraint or a missing stage.
+
+    Round trips: the lead is locked with its follow-up state and every stage the outcome may move it to (one
+    statement); when the touch leaves the follow-up and consent alone, the move, the contact stamps, the
+    status event, both timeline entries and the outbox rows are one more; then the score."""
     conn = uow.connection
-    state = follow_ups.lock_lead_state(conn, actor.organization_id, lead_id)
+    locked = lock_lead_with_stages(
+        conn,
+        actor.organization_id,
+        lead_id,
+        categories=possible_targets(touch.outcome),
+        columns=follow_ups.STATE_EXTRA_COLUMNS,
+        join=follow_ups.state_join(),
+    )
+    state = follow_ups.state_of(locked.row)
     applied = False
+    change = LeadUpdate()
     if touch.outcome is not None:
         try:
             plan = plan_outcome(state.status, touch.outcome)
@@ -87,40 +106,46 @@ def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -
             raise BadRequest(_REFUSAL_MESSAGES[code], code=code, outcome=touch.outcome.value) from None
         applied = plan.applied
         if plan.target is not None:
-            update_lead(uow, actor, lead_id, LeadUpdate(status=plan.target, lost_reason=plan.lost_reason))
-
+            change = LeadUpdate(status=plan.target, lost_reason=plan.lost_reason)
     human = is_human_contact(touch.outcome)
     follow_up_plan = plan_touch_follow_up(
         touch.follow_up_action, human_contact=human, current_is_seed=state.is_auto_seed
     )
-    follow_ups.apply_touch(conn, actor, state, follow_up_plan, touch.follow_up)
-
-    if touch.outcome is CallOutcome.DNC:
-        consent.revoke_all(conn, actor.organization_id, lead_id, source=DNC_CONSENT_SOURCE, actor_user_id=actor.user_id)
-
-    lead = _stamp(conn, actor, lead_id, touch, human)
-    record_activity(
-        conn,
-        actor.organization_id,
-        lead_id,
-        CALL_LOGGED,
-        {
-            "channel": touch.channel.value,
-            "outcome": touch.outcome.value if touch.outcome else None,
-            "applied": applied,
-            "note": touch.note,
-            "followUp": touch.follow_up_action.value,
-        },
-        actor.user_id,
+    stamp = AlsoWritten(
+        values=_stamp_values(actor, touch, human),
+        activities=[activity_row(actor, lead_id, CALL_LOGGED, _call_logged_payload(touch, applied))],
+        returning=TOUCH_COLUMNS,
     )
+    if not follow_up_plan.changes_anything and touch.outcome is not CallOutcome.DNC:
+        lead = update_lead(uow, actor, lead_id, change, locked=locked, also=stamp)
+    else:
+        # The follow-up and consent writes come between the move and the stamps, as the timeline shows them.
+        update_lead(uow, actor, lead_id, change, locked=locked)
+        follow_ups.apply_touch(conn, actor, state, follow_up_plan, touch.follow_up)
+        if touch.outcome is CallOutcome.DNC:
+            consent.revoke_all(
+                conn, actor.organization_id, lead_id, source=DNC_CONSENT_SOURCE, actor_user_id=actor.user_id
+            )
+        lead = update_lead(uow, actor, lead_id, LeadUpdate(), locked=locked, also=stamp)
     # A touch is an engagement input of the lead's score (qualification.scoring): recomputed in this unit of work.
     for rescored in handle(conn, ScoringInputsChanged(actor.organization_id, (lead_id,))):
         lead = {**lead, **rescored.get(lead_id, {})}
     return TouchResult(applied=applied, lead=lead)
 
 
-def _stamp(conn: Any, actor: Actor, lead_id: uuid.UUID, touch: Touch, human: bool) -> dict[str, Any]:
-    values: dict[str, Any] = {"last_contact_attempt_at": sql_now(), "updated_at": sql_now()}
+def _call_logged_payload(touch: Touch, applied: bool) -> dict[str, Any]:
+    return {
+        "channel": touch.channel.value,
+        "outcome": touch.outcome.value if touch.outcome else None,
+        "applied": applied,
+        "note": touch.note,
+        "followUp": touch.follow_up_action.value,
+    }
+
+
+def _stamp_values(actor: Actor, touch: Touch, human: bool) -> dict[str, Any]:
+    """The contact stamps of a touch, as values of the lead's UPDATE."""
+    values: dict[str, Any] = {"last_contact_attempt_at": sql_now()}
     if human:
         values["last_contacted_at"] = sql_now()
         values["consecutive_no_answer_count"] = 0
@@ -133,17 +158,7 @@ def _stamp(conn: Any, actor: Actor, lead_id: uuid.UUID, touch: Touch, human: boo
         )
     if touch.trial_date is not None:
         values["trial_date"] = literal(touch.trial_date, leads.c.trial_date.type)
-    row = (
-        conn.execute(
-            update(leads)
-            .where(leads.c.organization_id == actor.organization_id, leads.c.id == lead_id)
-            .values(**values)
-            .returning(*LEAD_COLUMNS, *TOUCH_COLUMNS)
-        )
-        .mappings()
-        .one()
-    )
-    return dict(row)
+    return values
 
 
 # -- the follow-up routes' use cases (the pair itself is written by `work.follow_ups`) ------------------
@@ -164,8 +179,7 @@ def read_lead(conn: Any, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict
 
 def set_lead_follow_up(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, follow_up: FollowUp) -> dict[str, Any]:
     """PUT …/follow-up: sets it and moves (or creates) the lead's open contact task; the lead after."""
-    follow_ups.set_follow_up(uow.connection, actor, lead_id, follow_up)
-    return read_lead(uow.connection, actor.organization_id, lead_id)
+    return follow_ups.set_follow_up(uow.connection, actor, lead_id, follow_up, returning=TOUCH_COLUMNS)
 
 
 def clear_lead_follow_up(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID) -> dict[str, Any]:

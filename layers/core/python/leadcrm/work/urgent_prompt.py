@@ -4,7 +4,8 @@ whether to show it now.
 Items: the caller's own open tasks due before today / today (organization-local), plus, for owners and
 admins, the leads in an urgent attention state (an unanswered inbound, an untouched new lead past the SLA,
 a due follow-up that no open linked contact task stands for: that one is a task item, never both). Counted
-in SQL, in one statement; `urgent_counts` is also what the daily digest sends.
+in SQL, in one statement, up to the 100 the dashboard can show ("99+"; more only for someone with 100
+urgent tasks or more, see `UrgentCounts`); `urgent_counts` is also what the daily digest sends.
 
 State (staff_prompt_states): the organization-local day the prompt was last shown, and a snooze. Handled
 items need no state: they simply drop out of the live counts.
@@ -16,7 +17,20 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Connection, Select, and_, exists, func, literal, select, text, union
+from sqlalchemy import (
+    Boolean,
+    ColumnElement,
+    Connection,
+    Select,
+    and_,
+    exists,
+    func,
+    literal,
+    literal_column,
+    select,
+    text,
+    union_all,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.directory.rules import Actor, Role
@@ -26,6 +40,7 @@ from leadcrm.platform import clock
 from leadcrm.platform.db.now import sql_now
 from leadcrm.work.auto_tasks import CONTACT_LEAD_TASK
 from leadcrm.work.rules.attention import (
+    URGENT_LEADS_SHOWN_CAP,
     OrgDay,
     PromptDecision,
     PromptState,
@@ -75,19 +90,27 @@ def build_task_counts_query(organization_id: uuid.UUID, user_id: uuid.UUID, day:
     )
 
 
-def build_lead_count_query(organization_id: uuid.UUID, *, now: datetime, day: OrgDay) -> Select:
-    """Distinct leads in an urgent attention state: one branch per reason, each on its partial index."""
+def build_lead_count_query(
+    organization_id: uuid.UUID, *, now: datetime, day: OrgDay, limit: int | ColumnElement[int] = URGENT_LEADS_SHOWN_CAP
+) -> Select:
+    """Leads in an urgent attention state, counted up to `limit`: one branch per reason, each on its partial
+    index. The branches are made disjoint (a later one leaves out what an earlier one counts), so a plain
+    UNION ALL counts each lead once and stops as soon as `limit` leads are found."""
     c = leads.c
     scope = [c.organization_id == organization_id, text(QUEUE_SCOPE_SQL)]
     no_open_contact_task = ~exists().where(
         tasks.c.organization_id == organization_id, tasks.c.linked_lead_id == c.id, text(OPEN_CONTACT_TASK_SQL)
     )
-    branches = union(
-        select(c.id).where(*scope, text(INBOUND_UNANSWERED_SQL)),
-        select(c.id).where(*scope, text(UNTOUCHED_NEW_SQL), c.created_at <= now - new_lead_sla()),
-        select(c.id).where(*scope, text(REAL_FOLLOW_UP_SQL), c.next_action_at < day.ends_at, no_open_contact_task),
-    ).subquery("urgent_leads")
-    return select(func.count()).select_from(branches)
+    inbound = literal_column(f"({INBOUND_UNANSWERED_SQL})", Boolean)
+    untouched = and_(text(UNTOUCHED_NEW_SQL), c.created_at <= now - new_lead_sla()).self_group()
+    due_follow_up = and_(text(REAL_FOLLOW_UP_SQL), c.next_action_at < day.ends_at, no_open_contact_task)
+    branches = union_all(
+        select(c.id).where(*scope, inbound),
+        select(c.id).where(*scope, untouched, inbound.is_not(True)),
+        select(c.id).where(*scope, due_follow_up, inbound.is_not(True), untouched.is_not(True)),
+    )
+    found = select(branches.subquery("urgent_leads").c.id).limit(limit).subquery("found")
+    return select(func.count()).select_from(found)
 
 
 def _counts(
@@ -99,12 +122,14 @@ def _counts(
     now: datetime,
     day: OrgDay,
 ) -> UrgentCounts:
-    task_counts = build_task_counts_query(organization_id, user_id, day).subquery("task_counts")
-    lead_count = (
-        build_lead_count_query(organization_id, now=now, day=day).scalar_subquery()
-        if counts_leads(role)
-        else literal(0)
-    )
+    task_counts = build_task_counts_query(organization_id, user_id, day).cte("task_counts")
+    lead_count: ColumnElement[int] = literal(0)
+    if counts_leads(role):
+        # Up to the cap shown, or one past the tasks if they are more: "leads outnumber tasks" stays exact.
+        limit = select(
+            func.greatest(URGENT_LEADS_SHOWN_CAP, task_counts.c.overdue + task_counts.c.due_today + 1)
+        ).scalar_subquery()
+        lead_count = build_lead_count_query(organization_id, now=now, day=day, limit=limit).scalar_subquery()
     row = conn.execute(select(task_counts.c.overdue, task_counts.c.due_today, lead_count.label("leads"))).one()
     return UrgentCounts(overdue_tasks=row.overdue, due_today_tasks=row.due_today, leads_needing_attention=row.leads)
 

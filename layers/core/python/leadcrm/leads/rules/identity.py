@@ -24,8 +24,13 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import phonenumbers
+if TYPE_CHECKING:
+    import phonenumbers
+
+# `phonenumbers` (~15 ms and a few MB of metadata) is imported by the functions that read a number, not
+# with this module: most requests that import the leads rules never parse a phone.
 
 _NOT_A_DIGIT = re.compile(r"[^0-9]")
 # Marks that sit inside one written word and must not split it: apostrophes (O'Brien), the Hebrew geresh and
@@ -101,6 +106,8 @@ def normalize_phone(phone: str | None, default_region: str | None) -> str | None
     with the country code but without the "+" ("972501234567"), or with the "00" international prefix
     ("00972501234567", dialled from most countries), are tried once more as international.
     """
+    import phonenumbers
+
     parsed = parse_phone(phone, default_region)
     if parsed is None:
         return None
@@ -110,6 +117,8 @@ def normalize_phone(phone: str | None, default_region: str | None) -> str | None
 def national_significant_number(phone: str | None, default_region: str | None) -> str | None:
     """The digits of the number without country code or trunk prefix ("+972 50-123-4567", "050-1234567" in
     IL and "00972501234567" are all "501234567"): what every spelling of it has in its digits."""
+    import phonenumbers
+
     parsed = parse_phone(phone, default_region)
     return phonenumbers.national_significant_number(parsed) if parsed is not None else None
 
@@ -118,6 +127,8 @@ def national_part_of_international(phone: str) -> str | None:
     """The digits after the country code of a number written internationally ("+972 50-12" -> "5012",
     "0044 20…" -> "20…"), even an incomplete one; None when it is not written with "+" or "00", or starts
     with no country code. Country codes are prefix-free, so at most one of 1 to 3 leading digits is one."""
+    import phonenumbers
+
     text = phone.strip()
     digits = _NOT_A_DIGIT.sub("", text)
     if not text.startswith("+"):
@@ -132,6 +143,8 @@ def national_part_of_international(phone: str) -> str | None:
 
 def parse_phone(phone: str | None, default_region: str | None) -> phonenumbers.PhoneNumber | None:
     """The number `phone` is (see `normalize_phone`), or None."""
+    import phonenumbers
+
     if phone is None or not phone.strip():
         return None
     region = default_region.upper() if default_region else None
@@ -149,6 +162,8 @@ def parse_phone(phone: str | None, default_region: str | None) -> phonenumbers.P
 
 
 def _valid_number(text: str, region: str | None) -> phonenumbers.PhoneNumber | None:
+    import phonenumbers
+
     try:
         parsed = phonenumbers.parse(text, region)
     except phonenumbers.NumberParseException:
@@ -163,6 +178,8 @@ def _shaped_like_a_number_of(parsed: phonenumbers.PhoneNumber) -> bool:
     carriers: "050-1234567", the spec's own example, is refused by it. Rejecting a real member's number costs
     a missed match; the general shape still refuses garbage ("0501234567" read as a US number, 12-digit runs).
     """
+    import phonenumbers
+
     if phonenumbers.is_possible_number_with_reason(parsed) != phonenumbers.ValidationResult.IS_POSSIBLE:
         return False
     region = phonenumbers.region_code_for_country_code(parsed.country_code)

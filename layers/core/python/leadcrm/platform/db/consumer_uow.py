@@ -9,7 +9,9 @@ outbox relay publishes the events afterwards.
 
 from __future__ import annotations
 
-from sqlalchemy import Connection
+from typing import Any
+
+from sqlalchemy import Connection, CursorResult
 
 from leadcrm.platform.db.uow import UnitOfWork, _outbox_insert
 
@@ -31,5 +33,9 @@ class ConsumerUnitOfWork(UnitOfWork):
     def write_events(self) -> None:
         """The collected events into the outbox, in the consumer's transaction (once)."""
         if self._events:
-            self.connection.execute(_outbox_insert(self._events))
+            self.connection.execute(_outbox_insert(self._events))  # attempts 0: the relay publishes them
             self._events.clear()
+
+    def execute_with_events(self, statement: Any) -> CursorResult[Any]:
+        """The consumer's events go in with write_events(), published by the relay: the statement alone."""
+        return self.connection.execute(statement)

@@ -1,9 +1,12 @@
 """Unit of work: one transaction that rolls back unless committed, and collects domain events.
 
-On commit the events are written to the outbox in the same transaction, so a lead and its `lead.created`
-either both exist or neither does. After the commit they are handed to the publisher (up to
-INLINE_PUBLISH_LIMIT of them); an event the publisher could not deliver, or did not try, stays unpublished
-in the outbox and the relay job sends it later.
+The events are written to the outbox in the same transaction, so a lead and its `lead.created` either both
+exist or neither does: by the unit's last write when it says so (`execute_with_events`: the outbox rows are a
+data-modifying CTE of that statement, no round trip of their own), else by one INSERT at commit. After the
+commit they are handed to the publisher (up to INLINE_PUBLISH_LIMIT of them). Their rows say so: a row the
+request publishes is written with its attempt counted (attempts = 1), one left to the relay with none. The
+publisher writes nothing when the bus takes the events; the relay confirms them after its grace period
+(`platform.outbox`).
 
 In Lambda a unit of work is one trace subsegment, `## unit of work`, with its statement count and time
 (statements.traced_unit); publishing after the commit is outside it (its PutEvents calls are their own).
@@ -15,8 +18,9 @@ import logging
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from types import TracebackType
+from typing import Any
 
-from sqlalchemy import Connection, DateTime, Engine, Insert, Text, Uuid, insert, select
+from sqlalchemy import Connection, CursorResult, DateTime, Engine, Insert, Integer, Text, Uuid, insert, literal, select
 from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.platform.db.engine import get_engine
@@ -42,8 +46,9 @@ _OUTBOX_COLUMNS = {
 }
 
 
-def _outbox_insert(events: Sequence[DomainEvent]) -> Insert:
-    """All the unit's events in one statement, however many a bulk operation produced."""
+def _outbox_insert(events: Sequence[DomainEvent], *, attempts: int = 0, name: str = "outbox_rows") -> Insert:
+    """All the unit's events in one statement, however many a bulk operation produced. `attempts` 1: the
+    request publishes them itself right after its commit (the attempt is counted with the row)."""
     rows = [
         {
             "id": e.id,
@@ -55,8 +60,11 @@ def _outbox_insert(events: Sequence[DomainEvent]) -> Insert:
         }
         for e in events
     ]
-    source = recordset("outbox_rows", "outbox_rows", rows, _OUTBOX_COLUMNS)
-    return insert(outbox).from_select(list(_OUTBOX_COLUMNS), select(*(source.c[n] for n in _OUTBOX_COLUMNS)))
+    source = recordset(name, name, rows, _OUTBOX_COLUMNS)
+    return insert(outbox).from_select(
+        [*_OUTBOX_COLUMNS, "attempts"],
+        select(*(source.c[n] for n in _OUTBOX_COLUMNS), literal(attempts, Integer)),
+    )
 
 
 class UnitOfWork:
@@ -64,6 +72,7 @@ class UnitOfWork:
         self._engine = engine
         self._publisher = publisher
         self._events: list[DomainEvent] = []
+        self._written = 0  # how many of _events a statement has already put in the outbox
         self._committed = False
         self._trace = ExitStack()
         self.connection: Connection
@@ -95,11 +104,28 @@ class UnitOfWork:
     def events(self) -> tuple[DomainEvent, ...]:
         return tuple(self._events)
 
+    def execute_with_events(self, statement: Any) -> CursorResult[Any]:
+        """Run the unit's write `statement` (a SELECT, INSERT or UPDATE) with the events added so far written
+        to the outbox by the same statement, as a data-modifying CTE: the outbox costs no round trip of its
+        own. Call it for the unit's last write, once its events are added; later events go in at commit."""
+        pending = self._events[self._written :]
+        if pending:
+            statement = statement.add_cte(
+                _outbox_insert(pending, attempts=self._inline_attempts(), name="unit_outbox_rows").cte("unit_outbox")
+            )
+            self._written = len(self._events)
+        return self.connection.execute(statement)
+
     def commit(self) -> None:
-        if self._events:
-            self.connection.execute(_outbox_insert(self._events))
+        if self._events[self._written :]:
+            self.connection.execute(_outbox_insert(self._events[self._written :], attempts=self._inline_attempts()))
+            self._written = len(self._events)
         self.connection.commit()
         self._committed = True
+
+    def _inline_attempts(self) -> int:
+        """1 when this unit's publisher will try its events right after the commit, else 0 (the relay's)."""
+        return 1 if len(self._events) <= INLINE_PUBLISH_LIMIT else 0
 
     def _publish_after_commit(self) -> None:
         # Import here: functions that never publish (or tests that inject a publisher) skip boto3.

@@ -49,6 +49,9 @@ DEFAULT_NEW_LEAD_SLA = timedelta(minutes=15)
 NEW_LEAD_SLA_ENV = "NEW_LEAD_SLA_MINUTES"
 # More items than this and the prompt cannot be dismissed, only acted on or snoozed.
 URGENT_PROMPT_BLOCKING_THRESHOLD = 5
+# The dashboard shows "99+" beyond 99 leads needing attention, so they are counted up to 100 and shown so
+# (100 means "100 or more"): counting all 18,800 of a big organization cost most of the prompt's time.
+URGENT_LEADS_SHOWN_CAP = 100
 SNOOZE_TOMORROW_HOUR = 8
 
 
@@ -283,6 +286,10 @@ class SnoozeUntil(StrEnum):
 
 @dataclass(frozen=True)
 class UrgentCounts:
+    """`leads_needing_attention` is counted up to `URGENT_LEADS_SHOWN_CAP`, or to one past `tasks` when
+    they are more: exact below that, and still more than `tasks` whenever the real count is, so `is_blocking`
+    and `review_target` decide as on the exact count. What people see is `leads_shown`."""
+
     overdue_tasks: int = 0
     due_today_tasks: int = 0
     leads_needing_attention: int = 0
@@ -294,6 +301,16 @@ class UrgentCounts:
     @property
     def total(self) -> int:
         return self.tasks + self.leads_needing_attention
+
+    @property
+    def leads_shown(self) -> int:
+        """The lead count the prompt and the digest show: at most `URGENT_LEADS_SHOWN_CAP` ("99+")."""
+        return min(self.leads_needing_attention, URGENT_LEADS_SHOWN_CAP)
+
+    @property
+    def leads_capped(self) -> bool:
+        """There may be more leads than `leads_shown`."""
+        return self.leads_needing_attention >= URGENT_LEADS_SHOWN_CAP
 
 
 @dataclass(frozen=True)

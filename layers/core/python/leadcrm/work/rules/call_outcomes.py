@@ -126,6 +126,22 @@ def plan_outcome(status: StageCategory | str, outcome: CallOutcome | str) -> Out
     return OutcomePlan(applied=True, target=StageCategory.LOST, lost_reason=outcome.value)
 
 
+def possible_targets(outcome: CallOutcome | str | None) -> list[StageCategory]:
+    """Every category the outcome may move a lead to, whatever its status (what a touch looks up with the
+    lead's lock, before it knows the status)."""
+    if outcome is None:
+        return []
+    targets: list[StageCategory] = []
+    for status in StageCategory:
+        try:
+            target = plan_outcome(status, outcome).target
+        except OutcomeRefused:
+            continue
+        if target is not None and target not in targets:
+            targets.append(target)
+    return targets
+
+
 def is_human_contact(outcome: CallOutcome | str | None) -> bool:
     return outcome is not None and CallOutcome(outcome) in HUMAN_CONTACT_OUTCOMES
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, time
 
-from leadcrm.work.rules.attention import UrgentCounts
+from leadcrm.work.rules.attention import URGENT_LEADS_SHOWN_CAP, UrgentCounts
 from leadcrm.work.rules.follow_ups import organization_zone
 
 # The digest goes out at the first run at or after 07:00 local. Runs until 10:00 still send it, so a job
@@ -37,7 +37,7 @@ def counts_payload(counts: UrgentCounts, *, includes_leads: bool) -> dict[str, i
     """What the deliveries table keeps of the counts a staff member was sent (camelCase, as the prompt's)."""
     payload = {"overdueTasks": counts.overdue_tasks, "dueTodayTasks": counts.due_today_tasks}
     if includes_leads:
-        payload["leadsNeedingAttention"] = counts.leads_needing_attention
+        payload["leadsNeedingAttention"] = counts.leads_shown
     return payload
 
 
@@ -69,7 +69,9 @@ def compose_digest(
         parts.append(f"{_plural(counts.overdue_tasks, 'overdue task', 'overdue tasks')}")
     if counts.due_today_tasks:
         parts.append(f"{_plural(counts.due_today_tasks, 'task', 'tasks')} due today")
-    if counts.leads_needing_attention:
+    if counts.leads_capped:
+        parts.append(f"{URGENT_LEADS_SHOWN_CAP - 1}+ leads need attention")
+    elif counts.leads_needing_attention:
         parts.append(f"{_plural(counts.leads_needing_attention, 'lead needs', 'leads need')} attention")
     summary = ", ".join(parts) if parts else "nothing urgent"
     lines = [
@@ -79,6 +81,7 @@ def compose_digest(
         f"- Tasks due today: {counts.due_today_tasks}",
     ]
     if includes_leads:
-        lines.append(f"- Leads needing attention: {counts.leads_needing_attention}")
+        shown = f"{URGENT_LEADS_SHOWN_CAP - 1}+" if counts.leads_capped else str(counts.leads_needing_attention)
+        lines.append(f"- Leads needing attention: {shown}")
     lines += ["", "Open LeadCRM to review them."]
     return DigestMail(subject=f"{organization_name}: {summary}", text="\n".join(lines))
