@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
-from bench import analytics, api_load, imports, intake, statements
+from bench import analytics, api_load, imports, intake, statements, targets
 from bench.attention import measure_attention, report_lines, seed_attention
 from bench.database import bench_database
 from bench.measure import Latency
@@ -207,6 +207,8 @@ def main() -> int:
             results[scenario.name] = scenario.run(ctx)
             results[scenario.name]["seconds"] = round(time.perf_counter() - started, 1)
             lines += scenario.report(results[scenario.name])
+        results["oneRequest"] = targets.one_request_figures(results)
+        lines[1:1] = targets.report_lines(results["oneRequest"])
         table = "\n".join(lines)
         log("\n" + table)
         RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")

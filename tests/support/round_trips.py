@@ -51,16 +51,16 @@ ROUTES: tuple[RouteBudget, ...] = (
     RouteBudget("GET lead", "GET", "/leads/{leadId}", budget=2),
     RouteBudget("list page", "GET", "/leads", budget=1),
     RouteBudget("search page", "GET", "/leads", query={"search": "ada"}, budget=1),
-    RouteBudget("stage move", "PATCH", "/leads/{leadId}", {"status": "contacted"}, budget=4),
+    RouteBudget("stage move", "PATCH", "/leads/{leadId}", {"status": "contacted"}, budget=3),
     RouteBudget(
         "touch with outcome",
         "POST",
         "/leads/{leadId}/touches",
         {"channel": "call", "outcome": "callback_requested"},
-        budget=5,
+        budget=4,
     ),
     RouteBudget(
-        "touch, no answer", "POST", "/leads/{leadId}/touches", {"channel": "call", "outcome": "no_answer"}, budget=5
+        "touch, no answer", "POST", "/leads/{leadId}/touches", {"channel": "call", "outcome": "no_answer"}, budget=4
     ),
     RouteBudget(
         "schedule follow-up",
