@@ -57,7 +57,7 @@ ROUTES: tuple[RouteBudget, ...] = (
         "POST",
         "/leads/{leadId}/touches",
         {"channel": "call", "outcome": "callback_requested"},
-        budget=4,
+        budget=5,
     ),
     RouteBudget(
         "touch, no answer", "POST", "/leads/{leadId}/touches", {"channel": "call", "outcome": "no_answer"}, budget=4

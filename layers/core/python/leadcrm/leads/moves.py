@@ -324,11 +324,13 @@ class LeadUpdate:
 @dataclass(frozen=True)
 class AlsoWritten:
     """What a caller writes with the update, in its statement: more lead columns (SQL expressions allowed),
-    more timeline entries (after the update's own), and more columns to return."""
+    more timeline entries (after the update's own), more columns to return, and more CTEs (writes of other
+    tables, e.g. the lead's task)."""
 
     values: Mapping[str, Any] = field(default_factory=dict)
     activities: Sequence[dict[str, Any]] = ()
     returning: Sequence[Any] = ()
+    carried: Sequence[Any] = ()
 
 
 def update_lead(
@@ -400,7 +402,7 @@ def update_lead(
 
     if also:
         activities.extend(also.activities)
-    if not values:
+    if not values and not (also and also.carried):
         return public_lead(row)
     # The lead, its status event, its timeline entries and the unit's outbox rows: one statement.
     carried = []
@@ -410,6 +412,8 @@ def update_lead(
             uow.add_event(status_changed_event(actor, move))
     if activities:
         carried.append(activities_insert(activities, "lead_update_activities").cte("timeline_entries"))
+    if also:
+        carried.extend(also.carried)
     statement = lead_row_update(row, values, also.returning if also else ()).add_cte(*carried)
     updated = dict(uow.execute_with_events(statement).mappings().one())
     if edited:  # the lead's own fields are scoring inputs (qualification.scoring)

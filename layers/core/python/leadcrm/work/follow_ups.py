@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
 
@@ -218,6 +218,29 @@ def _follow_up_payload(follow_up: FollowUp, via: str, task_id: uuid.UUID | None)
     }
 
 
+def _follow_up_write(
+    actor: Actor, state: LeadFollowUpState, follow_up: FollowUp | None, *, via: str, task_id: uuid.UUID | None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The lead's follow-up columns (values of its UPDATE) and the timeline entry that records them."""
+    if follow_up is None:
+        activity, payload = FOLLOW_UP_CLEARED, {"via": via, "taskId": str(task_id) if task_id else None}
+    else:
+        activity, payload = FOLLOW_UP_SET, _follow_up_payload(follow_up, via, task_id)
+    entry = {
+        "organization_id": state.organization_id,
+        "lead_id": state.lead_id,
+        "type": activity,
+        "payload": payload,
+        "actor_user_id": actor.user_id,
+    }
+    values = {
+        "next_action_at": follow_up.at if follow_up else None,
+        "next_action_type": follow_up.type if follow_up else None,
+        "next_action_note": follow_up.note if follow_up else None,
+    }
+    return values, entry
+
+
 def _write_lead_follow_up(
     conn: Connection,
     actor: Actor,
@@ -232,26 +255,11 @@ def _write_lead_follow_up(
     """The lead's follow-up and its timeline entry in one statement (the entry a CTE of the UPDATE, built so
     it cannot fail: leads.activity), with the `carried` CTEs (the task's write); the lead after
     (LEAD_COLUMNS and `returning`)."""
-    if follow_up is None:
-        activity, payload = FOLLOW_UP_CLEARED, {"via": via, "taskId": str(task_id) if task_id else None}
-    else:
-        activity, payload = FOLLOW_UP_SET, _follow_up_payload(follow_up, via, task_id)
-    entry = {
-        "organization_id": state.organization_id,
-        "lead_id": state.lead_id,
-        "type": activity,
-        "payload": payload,
-        "actor_user_id": actor.user_id,
-    }
+    values, entry = _follow_up_write(actor, state, follow_up, via=via, task_id=task_id)
     statement = (
         update(leads)
         .where(leads.c.organization_id == state.organization_id, leads.c.id == state.lead_id)
-        .values(
-            next_action_at=follow_up.at if follow_up else None,
-            next_action_type=follow_up.type if follow_up else None,
-            next_action_note=follow_up.note if follow_up else None,
-            updated_at=sql_now(),
-        )
+        .values(**values, updated_at=sql_now())
         .returning(*LEAD_COLUMNS, *returning)
         .add_cte(activities_insert([entry], "follow_up_entry").cte("follow_up_timeline"), *carried)
     )
@@ -259,10 +267,13 @@ def _write_lead_follow_up(
 
 
 def _close_task(conn: Connection, task_id: uuid.UUID, status: str) -> None:
+    conn.execute(_task_closing(task_id, status))
+
+
+def _task_closing(task_id: uuid.UUID, status: str) -> Any:
+    """`_close_task`'s statement (for a caller that carries it as a CTE)."""
     stamp = "completed_at" if status == "completed" else "cancelled_at"
-    conn.execute(
-        update(tasks).where(tasks.c.id == task_id).values(status=status, updated_at=sql_now(), **{stamp: sql_now()})
-    )
+    return update(tasks).where(tasks.c.id == task_id).values(status=status, updated_at=sql_now(), **{stamp: sql_now()})
 
 
 def _follow_up_title(follow_up: FollowUp, label: str) -> str:
@@ -395,6 +406,49 @@ def apply_touch(
         _write_lead_follow_up(conn, actor, state, new, via="touch", task_id=task_id)
     elif plan.clear and state.follow_up is not None:
         _write_lead_follow_up(conn, actor, state, None, via="touch", task_id=completed_id)
+
+
+@dataclass(frozen=True)
+class PairWrites:
+    """A lead-side write of the pair as pieces of the lead's own UPDATE (`leads.moves.AlsoWritten`): the
+    follow-up columns, the timeline entry that records them, and the task's write as CTEs."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    activities: list[dict[str, Any]] = field(default_factory=list)
+    carried: list[Any] = field(default_factory=list)
+
+
+def touch_pair_writes(
+    conn: Connection, actor: Actor, state: LeadFollowUpState, plan: TouchFollowUpPlan, new: FollowUp | None
+) -> PairWrites:
+    """`apply_touch` for a caller that writes the lead once more in this unit (a touch's contact stamps): the
+    same writes, but the lead's and the task's ride in that caller's UPDATE. The task is locked here (the
+    lead's lock is held: lead, then task).
+
+    One exception runs at once: a replace that completes the task standing for the old follow-up closes it
+    in its own statement, before the new task's INSERT rides along; in one statement PostgreSQL does not
+    fix the order of the two writes, and the open-task unique index needs the close first."""
+    if not plan.changes_anything:
+        return PairWrites()
+    task = lock_open_contact_task(conn, state.organization_id, state.lead_id)
+    completed_id = None
+    carried: list[Any] = []
+    if plan.complete_task and task is not None and state.mirrors(task):
+        if plan.replace:
+            _close_task(conn, task["id"], "completed")
+        else:
+            carried.append(_task_closing(task["id"], "completed").cte("closed_task"))
+        completed_id, task = task["id"], None
+    if plan.replace:
+        assert new is not None
+        placement, task_id = _task_placement(actor, state, new, task, TaskFields())
+        carried.append(placement.cte("placed_task"))
+        values, entry = _follow_up_write(actor, state, new, via="touch", task_id=task_id)
+    elif plan.clear and state.follow_up is not None:
+        values, entry = _follow_up_write(actor, state, None, via="touch", task_id=completed_id)
+    else:
+        return PairWrites(carried=carried)
+    return PairWrites(values=values, activities=[entry], carried=carried)
 
 
 # -- task side -----------------------------------------------------------------------------------------------

@@ -84,8 +84,9 @@ def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -
     """See the module docstring. 404 LEAD_NOT_FOUND; 400 on a terminal constraint or a missing stage.
 
     Round trips: the lead is locked with its follow-up state and every stage the outcome may move it to (one
-    statement); when the touch leaves the follow-up and consent alone, the move, the contact stamps, the
-    status event, both timeline entries and the outbox rows are one more; then the score."""
+    statement); the open contact task when the touch changes the follow-up (FOR UPDATE, after the lead);
+    then, unless it is a do-not-contact, the move, the follow-up and its task's write, the contact stamps,
+    the status event, the timeline entries and the outbox rows are one more; then the score."""
     conn = uow.connection
     locked = lock_lead_with_stages(
         conn,
@@ -111,21 +112,26 @@ def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -
     follow_up_plan = plan_touch_follow_up(
         touch.follow_up_action, human_contact=human, current_is_seed=state.is_auto_seed
     )
-    stamp = AlsoWritten(
-        values=_stamp_values(actor, touch, human),
-        activities=[activity_row(actor, lead_id, CALL_LOGGED, _call_logged_payload(touch, applied))],
-        returning=TOUCH_COLUMNS,
-    )
-    if not follow_up_plan.changes_anything and touch.outcome is not CallOutcome.DNC:
-        lead = update_lead(uow, actor, lead_id, change, locked=locked, also=stamp)
+    call_logged = activity_row(actor, lead_id, CALL_LOGGED, _call_logged_payload(touch, applied))
+    if touch.outcome is not CallOutcome.DNC:
+        # The move, the follow-up (and its task) and the stamps: one UPDATE; the timeline keeps the order
+        # move, follow-up, call_logged.
+        pair = follow_ups.touch_pair_writes(conn, actor, state, follow_up_plan, touch.follow_up)
+        also = AlsoWritten(
+            values={**pair.values, **_stamp_values(actor, touch, human)},
+            activities=[*pair.activities, call_logged],
+            returning=TOUCH_COLUMNS,
+            carried=pair.carried,
+        )
+        lead = update_lead(uow, actor, lead_id, change, locked=locked, also=also)
     else:
         # The follow-up and consent writes come between the move and the stamps, as the timeline shows them.
         update_lead(uow, actor, lead_id, change, locked=locked)
         follow_ups.apply_touch(conn, actor, state, follow_up_plan, touch.follow_up)
-        if touch.outcome is CallOutcome.DNC:
-            consent.revoke_all(
-                conn, actor.organization_id, lead_id, source=DNC_CONSENT_SOURCE, actor_user_id=actor.user_id
-            )
+        consent.revoke_all(conn, actor.organization_id, lead_id, source=DNC_CONSENT_SOURCE, actor_user_id=actor.user_id)
+        stamp = AlsoWritten(
+            values=_stamp_values(actor, touch, human), activities=[call_logged], returning=TOUCH_COLUMNS
+        )
         lead = update_lead(uow, actor, lead_id, LeadUpdate(), locked=locked, also=stamp)
     # A touch is an engagement input of the lead's score (qualification.scoring): recomputed in this unit of work.
     for rescored in handle(conn, ScoringInputsChanged(actor.organization_id, (lead_id,))):
