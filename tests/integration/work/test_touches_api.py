@@ -175,6 +175,31 @@ def test_the_first_real_contact_retires_the_intake_call(owner):
     assert [t["status"] for t in lead_tasks(lead["id"])] == ["completed"]
 
 
+def test_a_touch_records_the_move_then_the_follow_up_then_the_call(owner):
+    lead = create_lead(owner)
+    [task] = lead_tasks(lead["id"])
+    touch(owner, lead["id"], {"channel": "call", "outcome": "callback_requested"})
+    entries = [e for e in activities(lead["id"]) if e["type"] != "lead_created"]
+    assert [e["type"] for e in entries[-3:]] == ["stage_moved", "follow_up_cleared", "call_logged"]
+    assert entries[-2]["payload"] == {"via": "touch", "taskId": str(task["id"])}
+    assert lead_row(lead["id"])["status"] == "callback"
+    assert len(outbox_events(lead["id"])) == 1
+
+
+def test_a_replacing_touch_records_the_new_follow_up_with_its_new_task(owner):
+    lead = create_lead(owner)
+    [old] = lead_tasks(lead["id"])
+    at = _at(3)
+    body = {"channel": "call", "outcome": "contacted", "followUp": {"action": "replace", "at": at, "type": "call"}}
+    assert touch(owner, lead["id"], body).status == 200
+    [new] = lead_tasks(lead["id"], open_only=True)
+    assert new["id"] != old["id"]
+    entries = activities(lead["id"])
+    assert [e["type"] for e in entries[-3:]] == ["stage_moved", "follow_up_set", "call_logged"]
+    assert entries[-2]["payload"]["taskId"] == str(new["id"])
+    assert entries[-2]["payload"]["via"] == "touch"
+
+
 def test_an_unanswered_call_keeps_the_intake_call(owner):
     lead = create_lead(owner)
     touch(owner, lead["id"], {"channel": "call", "outcome": "no_answer"})
