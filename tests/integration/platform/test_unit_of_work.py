@@ -6,6 +6,7 @@ from sqlalchemy import func, select
 
 from leadcrm.directory.provisioning import create_organization
 from leadcrm.directory.tables import organizations
+from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import DomainEvent
@@ -72,3 +73,45 @@ def test_a_publisher_that_fails_never_fails_the_committed_work() -> None:
         uow.commit()
 
     assert _exists(outbox, event.id)
+
+
+def _attempts(event_id) -> int:
+    with get_engine().connect() as conn:
+        return conn.execute(select(outbox.c.attempts).where(outbox.c.id == event_id)).scalar_one()
+
+
+def test_a_consumers_events_are_published_right_after_the_commit_of_the_unit_it_runs_in() -> None:
+    published: list[DomainEvent] = []
+    with UnitOfWork(publisher=published.extend) as uow:
+        consumer = ConsumerUnitOfWork(uow.connection)
+        event = _event(create_organization(uow.connection, "Reacted"))
+        consumer.add_event(event)
+        consumer.write_events()
+        assert published == []
+        uow.commit()
+
+    assert published == [event]
+    assert _attempts(event.id) == 1  # the publisher's attempt, counted with the row
+
+
+def test_a_consumers_events_roll_back_with_the_unit_it_runs_in() -> None:
+    published: list[DomainEvent] = []
+    with UnitOfWork(publisher=published.extend) as uow:
+        consumer = ConsumerUnitOfWork(uow.connection)
+        event = _event(create_organization(uow.connection, "Reacted, then rolled back"))
+        consumer.add_event(event)
+        consumer.write_events()
+
+    assert published == []
+    assert not _exists(outbox, event.id)
+
+
+def test_a_consumer_on_a_bare_transaction_leaves_its_events_to_the_relay() -> None:
+    with get_engine().begin() as conn:
+        consumer = ConsumerUnitOfWork(conn)
+        event = _event(create_organization(conn, "Reacted in a job"))
+        consumer.add_event(event)
+        consumer.write_events()
+
+    assert _exists(outbox, event.id)
+    assert _attempts(event.id) == 0  # nobody tried it: the relay takes it past its grace

@@ -3,8 +3,9 @@
 Lifecycle handlers get the consumer's connection, not a UnitOfWork, yet the services they call (lead moves,
 conversion) append domain events with `uow.add_event`. `ConsumerUnitOfWork` gives those services what they
 expect on that connection: `write_events()` puts the collected events in the outbox in the consumer's own
-transaction, so they commit (or roll back) with its writes. It never commits: the consumer does, and the
-outbox relay publishes the events afterwards.
+transaction, so they commit (or roll back) with its writes. It never commits: the consumer does. When the
+consumer's transaction is a UnitOfWork (task_lifecycle's records), the events are handed to it: written at
+its commit and published right after it, so a chain of reactions does not wait for the relay at each step.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Connection, CursorResult
 
-from leadcrm.platform.db.uow import UnitOfWork, _outbox_insert
+from leadcrm.platform.db.uow import UnitOfWork, _outbox_insert, open_unit_on
 
 
 class ConsumerUnitOfWork(UnitOfWork):
@@ -32,10 +33,16 @@ class ConsumerUnitOfWork(UnitOfWork):
 
     def write_events(self) -> None:
         """The collected events into the outbox, in the consumer's transaction (once)."""
-        if self._events:
+        if not self._events:
+            return
+        owner = open_unit_on(self.connection)
+        if owner is not None:  # written at its commit (attempt counted) and published right after it
+            for event in self._events:
+                owner.add_event(event)
+        else:
             self.connection.execute(_outbox_insert(self._events))  # attempts 0: the relay publishes them
-            self._events.clear()
+        self._events.clear()
 
     def execute_with_events(self, statement: Any) -> CursorResult[Any]:
-        """The consumer's events go in with write_events(), published by the relay: the statement alone."""
+        """The consumer's events go in with write_events(): the statement alone."""
         return self.connection.execute(statement)

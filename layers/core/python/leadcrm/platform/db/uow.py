@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
+from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any
 
@@ -67,6 +68,17 @@ def _outbox_insert(events: Sequence[DomainEvent], *, attempts: int = 0, name: st
     )
 
 
+# The unit of work open in this thread: an event consumer's services (ConsumerUnitOfWork) hand their events to
+# it, so they are published right after its commit like a request's.
+_open_unit: ContextVar[UnitOfWork | None] = ContextVar("leadcrm_open_unit_of_work", default=None)
+
+
+def open_unit_on(connection: Connection) -> UnitOfWork | None:
+    """The open unit of work whose connection this is, if any."""
+    unit = _open_unit.get()
+    return unit if unit is not None and getattr(unit, "connection", None) is connection else None
+
+
 class UnitOfWork:
     def __init__(self, engine: Engine | None = None, publisher: Publisher | None = None) -> None:
         self._engine = engine
@@ -75,6 +87,7 @@ class UnitOfWork:
         self._written = 0  # how many of _events a statement has already put in the outbox
         self._committed = False
         self._trace = ExitStack()
+        self._opened: Token[UnitOfWork | None] | None = None
         self.connection: Connection
 
     def __enter__(self) -> UnitOfWork:
@@ -85,11 +98,15 @@ class UnitOfWork:
         except BaseException as failed:  # no connection: the subsegment still ends, with the error
             self._trace.__exit__(type(failed), failed, failed.__traceback__)
             raise
+        self._opened = _open_unit.set(self)
         return self
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        if self._opened is not None:
+            _open_unit.reset(self._opened)
+            self._opened = None
         try:
             end_transaction(self.connection, exc, committed=self._committed)
         finally:
