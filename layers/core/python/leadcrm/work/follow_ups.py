@@ -10,7 +10,8 @@ Lock order, the same for every write of the pair: the lead row first, then the t
 - Task-side writes (complete / cancel / reschedule / create a linked task) find the task's lead, take the
   lead FOR NO KEY UPDATE (it conflicts with FOR UPDATE and with itself, so writers queue; it lets foreign
   key checks of other rows through), then the task FOR UPDATE, and re-read it under both locks.
-So two staff members acting on one lead queue instead of deadlocking.
+So two staff members acting on one lead queue instead of deadlocking. The reads under those locks are
+`work.follow_up_state`.
 
 Rules (pure, in `leadcrm.work.rules.follow_ups`): the task is due on the follow-up's org-local date, at its
 local time unless that is midnight; setting a follow-up moves the lead's open contact task (or creates
@@ -25,13 +26,11 @@ import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import tzinfo
 from typing import Any
 
-from sqlalchemy import Connection, and_, insert, literal, or_, select, update
+from sqlalchemy import Connection, insert, literal, select, update
 
 from leadcrm.directory.rules import Actor, system_actor
-from leadcrm.directory.tables import organizations
 from leadcrm.leads.activity import activities_insert
 from leadcrm.leads.rules.intake import MAX_TASK_TITLE_LENGTH
 from leadcrm.leads.tables import LEAD_COLUMNS, leads
@@ -40,169 +39,29 @@ from leadcrm.platform import clock
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import NotFound
 from leadcrm.platform.ids import parse_uuid, uuid7
+from leadcrm.work.follow_up_state import (
+    CONTACT_LEAD_TASK,
+    OPEN_TASK_STATUSES,
+    LeadFollowUpState,
+    lock_lead_for_task,
+    lock_lead_state,
+    lock_open_contact_task,
+)
 from leadcrm.work.rules.follow_ups import (
     SEED_TYPE,
     FollowUp,
-    LeadClock,
     TaskDue,
     TouchFollowUpPlan,
     follow_up_at_for_due,
-    follow_up_of,
     is_auto_seed,
-    organization_zone,
     task_due_for,
-    task_mirrors_follow_up,
 )
 from leadcrm.work.tables import tasks
 
 logger = logging.getLogger(__name__)
 
-CONTACT_LEAD_TASK = "contact_lead"
-OPEN_TASK_STATUSES = ("pending", "in_progress")
 FOLLOW_UP_SET = "follow_up_set"
 FOLLOW_UP_CLEARED = "follow_up_cleared"
-
-
-# -- reading under the locks -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LeadFollowUpState:
-    """The lead as the pair sees it, read under the lead's lock."""
-
-    lead_id: uuid.UUID
-    organization_id: uuid.UUID
-    status: str
-    owner_user_id: uuid.UUID | None
-    label: str
-    follow_up: FollowUp | None
-    clock: LeadClock
-    zone: tzinfo
-
-    @property
-    def is_auto_seed(self) -> bool:
-        return is_auto_seed(self.follow_up, self.clock)
-
-    def mirrors(self, task: dict[str, Any]) -> bool:
-        return task_mirrors_follow_up(
-            self.follow_up, self.clock, TaskDue(task["due_date"], task["due_time"]), self.zone
-        )
-
-
-_STATE_COLUMNS = (
-    leads.c.id,
-    leads.c.organization_id,
-    leads.c.status,
-    leads.c.assigned_to_user_id,
-    leads.c.name,
-    leads.c.email,
-    leads.c.phone,
-    leads.c.next_action_at,
-    leads.c.next_action_type,
-    leads.c.next_action_note,
-    leads.c.created_at,
-    leads.c.returned_at,
-    organizations.c.timezone,
-)
-
-
-def state_of(row: Any) -> LeadFollowUpState:
-    """The state of a lead row read with the lock's statement: the lead columns and `organizations.timezone`
-    (`STATE_JOIN`)."""
-    return _state(row)
-
-
-def state_join() -> Any:
-    """What a lock of the lead joins to read the state with it (organizations.timezone)."""
-    return leads.join(organizations, organizations.c.id == leads.c.organization_id)
-
-
-STATE_EXTRA_COLUMNS = (organizations.c.timezone,)
-
-
-def _state(row: Any) -> LeadFollowUpState:
-    label = next((v.strip() for v in (row["name"], row["email"], row["phone"]) if v and v.strip()), "lead")
-    return LeadFollowUpState(
-        lead_id=row["id"],
-        organization_id=row["organization_id"],
-        status=row["status"],
-        owner_user_id=row["assigned_to_user_id"],
-        label=label,
-        follow_up=follow_up_of(row["next_action_at"], row["next_action_type"], row["next_action_note"]),
-        clock=LeadClock(created_at=row["created_at"], returned_at=row["returned_at"]),
-        zone=organization_zone(row["timezone"]),
-    )
-
-
-def _state_query(organization_id: uuid.UUID, lead_id: uuid.UUID) -> Any:
-    return (
-        select(*_STATE_COLUMNS)
-        .select_from(leads.join(organizations, organizations.c.id == leads.c.organization_id))
-        .where(leads.c.organization_id == organization_id, leads.c.id == lead_id)
-    )
-
-
-def lock_lead_state(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> LeadFollowUpState:
-    """Lead-side writes: the lead row FOR UPDATE (as `lock_lead`: 404 LEAD_NOT_FOUND) and its state, read by
-    the same statement."""
-    row = conn.execute(_state_query(organization_id, lead_id).with_for_update(of=leads)).mappings().first()
-    if row is None:
-        raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
-    return _state(row)
-
-
-def _lock_lead_for_task(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> LeadFollowUpState | None:
-    """Task-side writes: the task's lead FOR NO KEY UPDATE (see the module docstring); None when it is not
-    a lead of the organization."""
-    # key_share without read: FOR NO KEY UPDATE.
-    locked = _state_query(organization_id, lead_id).with_for_update(key_share=True, of=leads)
-    row = conn.execute(locked).mappings().first()
-    return None if row is None else _state(row)
-
-
-def lock_open_contact_task(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> dict[str, Any] | None:
-    """The lead's one open contact task, FOR UPDATE; call it holding the lead's lock."""
-    row = (
-        conn.execute(
-            select(tasks)
-            .where(
-                tasks.c.organization_id == organization_id,
-                tasks.c.linked_lead_id == lead_id,
-                tasks.c.type == CONTACT_LEAD_TASK,
-                tasks.c.status.in_(OPEN_TASK_STATUSES),
-                tasks.c.deleted_at.is_(None),
-            )
-            .with_for_update()
-        )
-        .mappings()
-        .first()
-    )
-    return None if row is None else dict(row)
-
-
-def task_not_found() -> NotFound:
-    return NotFound("Task not found.", code="TASK_NOT_FOUND")
-
-
-def lock_task(
-    conn: Connection, organization_id: uuid.UUID, task_id: uuid.UUID
-) -> tuple[dict[str, Any], LeadFollowUpState | None]:
-    """A task for a write, with its lead's state when it is linked: the lead first, then the task.
-
-    The task is read once unlocked to learn its lead, the lead is locked, then the task is locked and read
-    again (the link cannot change: no API moves a task to another lead). 404 TASK_NOT_FOUND for a task that
-    is not the organization's or was deleted."""
-    task_filter = and_(tasks.c.organization_id == organization_id, tasks.c.id == task_id, tasks.c.deleted_at.is_(None))
-    linked_lead_id = conn.execute(select(tasks.c.linked_lead_id).where(task_filter)).first()
-    if linked_lead_id is None:
-        raise task_not_found()
-    state = None
-    if linked_lead_id[0] is not None:
-        state = _lock_lead_for_task(conn, organization_id, linked_lead_id[0])
-    row = conn.execute(select(tasks).where(task_filter).with_for_update()).mappings().first()
-    if row is None:  # erased meanwhile
-        raise task_not_found()
-    return dict(row), state
 
 
 # -- writing the pair ------------------------------------------------------------------------------------
@@ -504,7 +363,7 @@ def create_linked_contact_task(
     """tasks.create of a contact_lead task for a lead merges into the lead's follow-up: the follow-up is set
     to the task's due date (and time) as a call, and the lead's open contact task is moved onto it (or
     created). (task id, merged: True when an existing open contact task was reused)."""
-    state = _lock_lead_for_task(conn, actor.organization_id, lead_id)
+    state = lock_lead_for_task(conn, actor.organization_id, lead_id)
     if state is None:
         raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
     if due.due_date is None:  # no date: the contact is due today, org-local
@@ -530,15 +389,6 @@ def intake_seed_values_sql(intake_task: Any) -> dict[str, Any]:
     }
 
 
-def auto_seed_condition() -> Any:
-    """SQL: the lead's follow-up is still the intake call or the return call (`work.rules.follow_ups.is_auto_seed`);
-    for the queue and the urgent counts, where neither counts as overdue."""
-    return and_(
-        leads.c.next_action_type == SEED_TYPE,
-        or_(leads.c.next_action_at == leads.c.created_at, leads.c.next_action_at == leads.c.returned_at),
-    )
-
-
 def sync_return_call(conn: Connection, detail: dict[str, Any]) -> bool:
     """`lead.returned` consumer (spec: "The follow-up task is synced after commit"): the return call gets its
     task, due today org-local, for the lead's owner; idempotent (a redelivery finds the task in place). A lead
@@ -547,7 +397,7 @@ def sync_return_call(conn: Connection, detail: dict[str, Any]) -> bool:
     lead_id = parse_uuid(str((detail.get("payload") or {}).get("leadId") or detail.get("aggregateId") or ""))
     if organization_id is None or lead_id is None:
         return False
-    state = _lock_lead_for_task(conn, organization_id, lead_id)
+    state = lock_lead_for_task(conn, organization_id, lead_id)
     if state is None:  # erased before the event arrived
         return False
     follow_up = state.follow_up

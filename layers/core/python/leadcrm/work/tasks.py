@@ -1,7 +1,7 @@
 """Tasks (staff): list, create, update, complete, cancel (spec "Lead tasks, Assigned to me and the urgent prompt").
 
 Every write that touches a task linked to a lead goes through `work.follow_ups`, which takes the lead's
-row before the task's (`follow_ups.lock_task`) and keeps the lead's follow-up in step with the task that
+row before the task's (`follow_up_state.lock_task`) and keeps the lead's follow-up in step with the task that
 stands for it: a contact_lead task created for a lead merges into the lead's follow-up; completing,
 cancelling or rescheduling a task that stands for the follow-up clears or moves it. This module writes only
 the task's own fields (title, description, priority, assignee, status, due).
@@ -47,11 +47,11 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
 from leadcrm.platform.ids import parse_uuid, uuid7
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
-from leadcrm.work import follow_ups
+from leadcrm.work import follow_up_state, follow_ups
 from leadcrm.work.rules.follow_ups import TaskDue
 from leadcrm.work.tables import tasks
 
-OPEN_STATUSES = follow_ups.OPEN_TASK_STATUSES
+OPEN_STATUSES = follow_up_state.OPEN_TASK_STATUSES
 
 
 class TaskType(StrEnum):
@@ -98,7 +98,7 @@ def read_task(conn: Connection, organization_id: uuid.UUID, task_id: uuid.UUID) 
         .first()
     )
     if row is None:
-        raise follow_ups.task_not_found()
+        raise follow_up_state.task_not_found()
     return dict(row)
 
 
@@ -285,7 +285,7 @@ def update_task(uow: UnitOfWork, actor: Actor, task_id: uuid.UUID, change: TaskC
     """Edits an open task. Rescheduling a task that stands for its lead's follow-up moves the follow-up;
     such a task keeps a due date (400 FOLLOW_UP_TASK_NEEDS_DUE_DATE). 409 TASK_CLOSED for a closed task."""
     conn = uow.connection
-    task, state = follow_ups.lock_task(conn, actor.organization_id, task_id)
+    task, state = follow_up_state.lock_task(conn, actor.organization_id, task_id)
     if task["status"] not in OPEN_STATUSES:
         raise _task_closed(task)
     values = {name: value for name, value in change.changes.items() if task[name] != value}
@@ -309,7 +309,7 @@ def close_task(uow: UnitOfWork, actor: Actor, task_id: uuid.UUID, status: str) -
     """Completes or cancels a task; the same again changes nothing, the other is 409 TASK_CLOSED. A task that
     stands for its lead's follow-up clears the follow-up."""
     conn = uow.connection
-    task, state = follow_ups.lock_task(conn, actor.organization_id, task_id)
+    task, state = follow_up_state.lock_task(conn, actor.organization_id, task_id)
     if task["status"] == status:
         return read_task(conn, actor.organization_id, task_id)
     if task["status"] not in OPEN_STATUSES:

@@ -1,6 +1,6 @@
 """Logging a touch: `POST …/leads/{leadId}/touches` (spec "Logging a touch", call-outcomes-state-machine.txt).
 
-One unit of work, under the lead's lock (taken first, `follow_ups.lock_lead_state` → `leads.moves.lock_lead`):
+One unit of work, under the lead's lock (taken first, `follow_up_state.lock_lead_state` → `leads.moves.lock_lead`):
 
 1. The outcome, if any, is planned by `work.rules.call_outcomes.plan_outcome` on the lead's status read under the
    lock. A terminal constraint refuses the whole touch (400 OUTCOME_REQUIRES_TRIAL_BOOKED /
@@ -37,7 +37,7 @@ from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
 from leadcrm.platform.messagebus import handle
-from leadcrm.work import follow_ups
+from leadcrm.work import follow_up_state, follow_ups
 from leadcrm.work.rules.call_outcomes import (
     CallOutcome,
     OutcomeRefused,
@@ -93,10 +93,10 @@ def log_touch(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, touch: Touch) -
         actor.organization_id,
         lead_id,
         categories=possible_targets(touch.outcome),
-        columns=follow_ups.STATE_EXTRA_COLUMNS,
-        join=follow_ups.state_join(),
+        columns=follow_up_state.STATE_EXTRA_COLUMNS,
+        join=follow_up_state.state_join(),
     )
-    state = follow_ups.state_of(locked.row)
+    state = follow_up_state.state_of(locked.row)
     applied = False
     change = LeadUpdate()
     if touch.outcome is not None:
