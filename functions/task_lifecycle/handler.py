@@ -13,8 +13,10 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from leadcrm.platform import json_limits
+from leadcrm.platform.config import get_settings
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.failures import json_object, reading, rejecting_permanent
+from leadcrm.platform.outbox_acks import acknowledge_delivery
 from leadcrm.platform.telemetry import instrumented
 from leadcrm.wiring import JOBS, handle_event
 
@@ -24,13 +26,15 @@ processor = BatchProcessor(event_type=EventType.SQS)
 
 @rejecting_permanent("task_lifecycle", lambda record: record.message_id)
 def record_handler(record: SQSRecord) -> bool:
-    """One event in its own unit of work; a permanent failure is recorded and acknowledged, a transient one
-    retried (leadcrm.platform.failures)."""
+    """One event in its own unit of work, which also stamps the event's outbox row as delivered; a permanent
+    failure is recorded and acknowledged, a transient one retried (leadcrm.platform.failures)."""
     with reading("EventBridge event"):
         event = json_object(json_limits.loads(record.body), "the SQS body")
         detail_type, detail = str(event["detail-type"]), json_object(event["detail"], "the event's detail")
     with UnitOfWork() as uow:
         changed = handle_event(uow.connection, detail_type, detail)
+        # received, so published: the relay will not send it again (leadcrm.platform.outbox_acks)
+        acknowledge_delivery(uow.connection, str(event.get("source", "")), get_settings().event_source, detail)
         uow.commit()
     logger.info(
         "event handled", extra={"detailType": detail_type, "eventId": detail.get("eventId"), "changed": changed}

@@ -89,6 +89,29 @@ def test_the_relay_publishes_an_event_its_request_published_again_and_stamps_it(
     assert row["attempts"] == 2
 
 
+def test_an_event_its_consumer_received_is_stamped_and_the_relay_sends_it_no_more(lifecycle_queue, task_lifecycle, ctx):
+    lead = _create_lead(make_caller())
+    assert task_lifecycle(sqs_event(*_deliveries(lifecycle_queue)), ctx) == {"batchItemFailures": []}
+    assert _outbox_row(lead["id"])["published_at"] is not None
+    relay_unpublished(grace=timedelta(0))
+    assert lifecycle_queue.receive_all() == []
+
+
+def test_an_event_whose_handling_failed_stays_unstamped_for_the_relay(
+    lifecycle_queue, task_lifecycle, ctx, monkeypatch
+):
+    import task_lifecycle.handler as consumer
+
+    def fails_for_now(*args):
+        raise ConnectionError("the database went away")
+
+    lead = _create_lead(make_caller())
+    monkeypatch.setattr(consumer, "handle_event", fails_for_now)
+    with pytest.raises(BatchProcessingError):  # the whole batch failed for now: SQS delivers it again
+        task_lifecycle(sqs_event(*_deliveries(lifecycle_queue)), ctx)
+    assert _outbox_row(lead["id"])["published_at"] is None  # the stamp rolled back with the handling
+
+
 def test_delivering_lead_created_puts_a_lead_created_activity_on_the_timeline(lifecycle_queue, task_lifecycle, ctx):
     caller = make_caller()
     lead = _create_lead(caller)
