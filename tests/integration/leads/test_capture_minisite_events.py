@@ -132,3 +132,20 @@ def test_a_platform_event_put_on_the_bus_reaches_the_table_and_a_capture_resolve
     [hook] = campaigns_of(org.id)
     assert (hook["name"], hook["channel"], hook["external_ref"]) == ("Yoga retreat", "minisite_event", str(event_id))
     assert lead_rows(org.id)[0]["campaign_id"] == hook["id"]
+
+
+@pytest.mark.parametrize("detail_type", ["minisite_event.published", "minisite_event.archived"])
+def test_a_redelivery_that_changes_nothing_writes_nothing(task_lifecycle, detail_type):
+    from datetime import timedelta
+
+    from leadcrm.platform import clock
+
+    org, event_id = make_organization(), uuid.uuid4()
+    _deliver(task_lifecycle, detail_type, _detail(org.id, event_id))
+    first = minisite_event_row(event_id)
+    try:
+        clock.advance(timedelta(minutes=5))
+        _deliver(task_lifecycle, detail_type, _detail(org.id, event_id))
+    finally:
+        clock.reset()
+    assert minisite_event_row(event_id)["updated_at"] == first["updated_at"]

@@ -14,7 +14,7 @@ import logging
 import uuid
 from typing import Any
 
-from sqlalchemy import Connection, DateTime, Text, Uuid, cast, func, literal, null, select
+from sqlalchemy import Connection, DateTime, Text, Uuid, and_, cast, func, literal, null, or_, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.directory.held import held_until_membership_active
@@ -89,18 +89,29 @@ def _upsert_minisite_event(conn: Connection, detail: dict[str, Any], *, archive:
     ).where(known_organization)
     statement = pg_insert(minisite_events).from_select(["id", "organization_id", "title", "archived_at"], values)
     changes: dict[str, Any] = {"title": statement.excluded.title, "updated_at": sql_now()}
+    # A redelivery that would change nothing writes nothing (updated_at stays the first delivery's).
+    changed = minisite_events.c.title.is_distinct_from(statement.excluded.title)
     if archive:
         changes["archived_at"] = func.coalesce(minisite_events.c.archived_at, sql_now())
+        changed = or_(changed, minisite_events.c.archived_at.is_(None))
     written = conn.execute(
         statement.on_conflict_do_update(
             index_elements=["id"],
             set_=changes,
-            where=minisite_events.c.organization_id == statement.excluded.organization_id,
+            where=and_(minisite_events.c.organization_id == statement.excluded.organization_id, changed),
         ).returning(minisite_events.c.id)
     ).first()
-    if written is None:
+    if written is None and not _is_organizations_minisite_event(conn, organization_id, event_id):
         logger.warning("minisite event dropped: unknown organization or not its event", extra={"id": str(event_id)})
     return written is not None
+
+
+def _is_organizations_minisite_event(conn: Connection, organization_id: uuid.UUID, event_id: uuid.UUID) -> bool:
+    """Whether the event is already the organization's (a redelivery that changed nothing, not a drop)."""
+    known = select(minisite_events.c.id).where(
+        minisite_events.c.id == event_id, minisite_events.c.organization_id == organization_id
+    )
+    return conn.execute(known).first() is not None
 
 
 def minisite_event_published(conn: Connection, detail: dict[str, Any]) -> bool:
