@@ -86,7 +86,7 @@ test-e2e: install npm
 	$(BIN)/python -m pytest -q tests/e2e
 
 # Authorization matrix, replays and races, faults, and schemathesis fuzzing of every operation over the
-# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 20 each), stateful
+# local stack (FUZZ_EXAMPLES=1000 make test-reliability for a longer run; make test runs 12 each), stateful
 # sequences that follow the document's links (FUZZ_STATEFUL_SCENARIOS of at most FUZZ_STATEFUL_STEPS calls,
 # default 80 of 15), and the edge values of every field through the handler (BOUNDS_EXAMPLES drawn values
 # per field, default 3).

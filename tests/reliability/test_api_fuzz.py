@@ -1,6 +1,6 @@
 """API fuzzing with schemathesis: every operation of the OpenAPI document the local stack serves
 (`GET /openapi.json`), called over HTTP through the local gateway as an organization's owner (staff, and
-the one role every route admits), FUZZ_EXAMPLES generated requests each (default 20; e.g.
+the one role every route admits), FUZZ_EXAMPLES generated requests each (default 12; e.g.
 `FUZZ_EXAMPLES=1000 make test-reliability`).
 
 Required of every answer: no server error (5xx), a status code the document lists for the operation, the
@@ -31,7 +31,7 @@ register_edge_formats()
 
 pytestmark = pytest.mark.e2e
 
-FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "20"))
+FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "12"))
 
 
 @pytest.fixture(scope="module")
