@@ -65,7 +65,7 @@ def _tune(server_url: str) -> bool:
     engine = admin_engine(server_url)
     try:
         with engine.connect() as conn:
-            changed = False
+            changed: list[str] = []
             for name, value in CLUSTER_SETTINGS.items():
                 current = conn.execute(text("SELECT current_setting(:n)"), {"n": name}).scalar_one()
                 wanted = conn.execute(text("SELECT pg_size_pretty(pg_size_bytes(:v))"), {"v": value}).scalar_one()
@@ -74,10 +74,19 @@ def _tune(server_url: str) -> bool:
                 ).scalar_one()
                 if current_pretty != wanted:
                     conn.execute(text(f"ALTER SYSTEM SET {name} = '{value}'"))
-                    changed = True
-            if changed:
-                conn.execute(text("SELECT pg_reload_conf()"))
-            return bool(conn.execute(text("SELECT count(*) FROM pg_settings WHERE pending_restart")).scalar_one())
+                    changed.append(name)
+            if not changed:
+                return False
+            conn.execute(text("SELECT pg_reload_conf()"))
+            # pending_restart is only set once the reload has been processed, which pg_reload_conf does not wait
+            # for (reading it at once missed shared_buffers, and the bench ran on 128 MB): a changed setting
+            # PostgreSQL reads at start only needs the restart whatever pending_restart says yet.
+            return bool(
+                conn.execute(
+                    text("SELECT count(*) FROM pg_settings WHERE name = ANY(:names) AND context = 'postmaster'"),
+                    {"names": changed},
+                ).scalar_one()
+            )
     finally:
         engine.dispose()
 
@@ -90,3 +99,10 @@ def _create_database(server_url: str, name: str) -> None:
                 conn.execute(text(f'CREATE DATABASE "{name}"'))
     finally:
         engine.dispose()
+
+
+def sibling_database(url: str, name: str) -> str:
+    """The URL of database `name` on the server of `url`, created if missing (a scenario's own database)."""
+    server = make_url(url).set(database="postgres").render_as_string(hide_password=False)
+    _create_database(server, name)
+    return make_url(url).set(database=name).render_as_string(hide_password=False)

@@ -308,50 +308,101 @@ def _child_csv(url: str, rows: int) -> None:
         print("RESULT " + json.dumps(bench_csv(rows)), flush=True)
 
 
-def main() -> int:
+def _sizes(name: str, default: str) -> list[int]:
+    return [int(size) for size in os.environ.get(name, default).split(",") if size]
+
+
+def _csv_in_child(url: str, rows: int) -> dict[str, Any]:
+    child = subprocess.run(
+        [sys.executable, "-m", "bench.ingestion", "--csv-child", url, str(rows)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    found = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
+    if child.returncode != 0 or not found:
+        raise RuntimeError(f"the CSV import bench failed:\n{child.stdout[-2000:]}{child.stderr[-4000:]}")
+    return json.loads(found[-1].removeprefix("RESULT "))
+
+
+def measure_ingestion(url: str, *, meta_sizes: list[int], csv_sizes: list[int]) -> dict[str, Any]:
+    """Every size of both paths on the database at `url` (this process points the product at it)."""
     from moto import mock_aws
 
-    from bench.database import bench_database
+    _point_the_product_at(url)
+    from leadcrm.platform.db.migrate import upgrade
 
-    meta_leads = int(os.environ.get("BENCH_META_LEADS", "10000"))
-    csv_rows = int(os.environ.get("BENCH_CSV_ROWS", "100000"))
-    with bench_database("ingestion", log) as url:
-        _point_the_product_at(url)
-        from leadcrm.platform.db.migrate import upgrade
-
-        upgrade()
-        log(f"meta: {meta_leads:,} leadgen deliveries through the ingestion handler …")
+    upgrade()
+    meta = []
+    for count in meta_sizes:
+        log(f"meta: {count:,} Lead Ads leads through the ingestion handler …")
         with mock_aws():
             from leadcrm.platform.adapters.aws import client
 
             client("events").create_event_bus(Name="leadcrm-events")
-            meta = bench_meta(meta_leads)
-        log(json.dumps(meta))
-        log(f"csv: a {csv_rows:,} row import through the ingestion handler (own process) …")
-        child = subprocess.run(
-            [sys.executable, "-m", "bench.ingestion", "--csv-child", url, str(csv_rows)],
-            capture_output=True,
-            text=True,
-            check=False,
+            meta.append(bench_meta(count))
+        log(json.dumps(meta[-1]))
+    csv = []
+    for rows in csv_sizes:
+        log(f"csv: a {rows:,} row import through the ingestion handler (own process) …")
+        csv.append(_csv_in_child(url, rows))
+        log(json.dumps(csv[-1]))
+    return {"meta": meta, "csv": csv}
+
+
+def report_lines(section: dict[str, Any]) -> list[str]:
+    lines = ["", "Ingestion vs raw INSERTs of the same leads on the same database, same run"]
+    for meta in section["meta"]:
+        lines.append(
+            f"Meta  {meta['leads']:>7,} leads  handler {meta['handlerLeadsPerSecond']:>8,.0f}/s  raw single-row "
+            f"INSERT {meta['rawLeadsPerSecond']:>8,.0f}/s  ratio {meta['ratio']:.0%} "
+            f"(target >= {META_RATIO_TARGET:.0%})"
         )
-        found = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
-        if child.returncode != 0 or not found:
-            log(child.stdout[-2000:] + child.stderr[-4000:])
-            return 1
-        csv = json.loads(found[-1].removeprefix("RESULT "))
-        log(json.dumps(csv))
-    results = {"meta": meta, "csv": csv}
+    for csv in section["csv"]:
+        lines.append(
+            f"CSV   {csv['rows']:>7,} rows   import  {csv['importRowsPerSecond']:>8,.0f}/s  raw multi-row INSERT  "
+            f"{csv['rawRowsPerSecond']:>8,.0f}/s  ratio {csv['ratio']:.0%} (target >= {CSV_RATIO_TARGET:.0%}); "
+            f"peak RSS {csv['peakRssMb']:.0f} MB (target <= {CSV_RSS_TARGET_MB} MB)"
+        )
+    return lines
+
+
+def measure_in_child(server_url: str, quick: bool) -> dict[str, Any]:
+    """`make bench`'s ingestion scenario: this module in a process of its own (it points the product at its own
+    database, `leadcrm_bench_ingestion` on the bench cluster, which the rest of the bench must not see)."""
+    env = {**os.environ}
+    if quick:
+        env.setdefault("BENCH_META_LEADS", "300,1000")
+        env.setdefault("BENCH_CSV_ROWS", "1000,10000")
+    child = subprocess.run(
+        [sys.executable, "-m", "bench.ingestion", "--scenario", server_url], env=env, text=True,
+        stdout=subprocess.PIPE, check=False,
+    )  # fmt: skip
+    found = [line for line in child.stdout.splitlines() if line.startswith("RESULT ")]
+    if child.returncode != 0 or not found:
+        raise RuntimeError(f"the ingestion bench failed:\n{child.stdout[-4000:]}")
+    return json.loads(found[-1].removeprefix("RESULT "))
+
+
+def _scenario_child(server_url: str) -> None:
+    from bench.database import sibling_database
+
+    url = sibling_database(server_url, "leadcrm_bench_ingestion")
+    section = measure_ingestion(
+        url, meta_sizes=_sizes("BENCH_META_LEADS", "1000,10000"), csv_sizes=_sizes("BENCH_CSV_ROWS", "10000,100000")
+    )
+    print("RESULT " + json.dumps(section), flush=True)
+
+
+def main() -> int:
+    from bench.database import bench_database
+
+    with bench_database("ingestion", log) as url:
+        results = measure_ingestion(
+            url, meta_sizes=_sizes("BENCH_META_LEADS", "10000"), csv_sizes=_sizes("BENCH_CSV_ROWS", "100000")
+        )
     RESULTS.write_text(json.dumps(results, indent=2))
-    log("")
-    log(
-        f"Meta  {meta['leads']:>7,} leads  handler {meta['handlerLeadsPerSecond']:>8,.0f}/s  raw single-row INSERT "
-        f"{meta['rawLeadsPerSecond']:>8,.0f}/s  ratio {meta['ratio']:.0%} (target >= {META_RATIO_TARGET:.0%})"
-    )
-    log(
-        f"CSV   {csv['rows']:>7,} rows   import  {csv['importRowsPerSecond']:>8,.0f}/s  raw multi-row INSERT  "
-        f"{csv['rawRowsPerSecond']:>8,.0f}/s  ratio {csv['ratio']:.0%} (target >= {CSV_RATIO_TARGET:.0%}); "
-        f"peak RSS {csv['peakRssMb']:.0f} MB (target <= {CSV_RSS_TARGET_MB} MB)"
-    )
+    log("\n".join(report_lines(results)))
     log(f"written to {RESULTS}")
     return 0
 
@@ -359,5 +410,7 @@ def main() -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[1] == "--csv-child":
         _child_csv(sys.argv[2], int(sys.argv[3]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--scenario":
+        _scenario_child(sys.argv[2])
     else:
         sys.exit(main())

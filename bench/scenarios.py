@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -11,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Connection, text
 
-from bench.measure import Latency, summarize, time_calls
+from bench.measure import Latency, time_calls
 from leadcrm.directory.access import resolve_actor
 from leadcrm.directory.rules import Actor
 from leadcrm.leads.queries import build_list_query, get_lead, list_leads
@@ -341,52 +340,3 @@ def measure_handler_detail(org: BigOrg, *, requests: int, warmup: int) -> Latenc
             raise RuntimeError(f"detail through the handler answered {response['statusCode']}: {response['body']}")
 
     return time_calls(call, requests=requests, warmup=warmup)
-
-
-# -- bulk move ----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BulkMoveRun:
-    seconds: list[float]
-    requested: int
-    moved: int
-    skipped: int
-
-
-def measure_bulk_move(org: BigOrg, *, size: int, runs: int) -> BulkMoveRun | str:
-    """bulk_move_stage of `size` leads of the Sales pipeline (primary or secondary placements) to Callback,
-    timed inside its unit of work, then rolled back (never committed) so every run starts from the seed."""
-    try:
-        from leadcrm.leads.bulk_moves import bulk_move_stage
-    except ImportError as error:  # the move helper is someone else's module; report rather than crash
-        return f"not measured: {error}"
-    target = org.stage_ids["callback"]
-    with get_engine().connect() as conn:
-        lead_ids = [
-            row[0]
-            for row in conn.execute(
-                text(
-                    "SELECT id FROM leads l WHERE organization_id = :o AND archived_at IS NULL AND "
-                    "(pipeline_id = :p OR EXISTS (SELECT 1 FROM lead_pipeline_placements pp "
-                    " WHERE pp.lead_id = l.id AND pp.pipeline_id = :p)) "
-                    "ORDER BY md5(id::text) LIMIT :n"
-                ),
-                {"o": org.id, "p": org.sales_pipeline_id, "n": size},
-            )
-        ]
-    seconds: list[float] = []
-    moved = skipped = 0
-    for _ in range(runs):
-        with UnitOfWork() as uow:
-            started = time.perf_counter()
-            result = bulk_move_stage(uow, org.owner, target, lead_ids)
-            seconds.append(time.perf_counter() - started)
-            moved, skipped = len(result.moved), len(result.skipped)
-            # leaving without commit rolls the move back
-    return BulkMoveRun(seconds=seconds, requested=len(lead_ids), moved=moved, skipped=skipped)
-
-
-def summarize_seconds(values: list[float]) -> dict[str, float]:
-    latency = summarize([v * 1000 for v in values])
-    return {"min_s": round(min(values), 3), "median_s": round(latency.p50 / 1000, 3), "max_s": round(max(values), 3)}

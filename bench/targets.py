@@ -1,7 +1,7 @@
-"""The figures of issue 22's table, gathered from the scenarios' sections into one list at the head of
-bench/results.json (`oneRequest`) and printed first: each figure with the baseline measured in the same run,
-their ratio where the target is one, the target, and whether it is met. A figure whose scenario did not run
-(BENCH_ONLY) is left out.
+"""The figures of issue 22's table (one request) and of issue 23's (bulk work), gathered from the scenarios'
+sections into two lists at the head of bench/results.json (`oneRequest`, `bulkWork`) and printed first: each
+figure with the baseline measured in the same run, their ratio where the target is one, the target, and whether
+it is met. A figure whose scenario did not run (BENCH_ONLY) is left out.
 """
 
 from __future__ import annotations
@@ -129,10 +129,72 @@ def one_request_figures(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def report_lines(rows: list[dict[str, Any]]) -> list[str]:
+def _ingestion(section: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for run in section["meta"]:
+        rows.append(
+            _figure(
+                f"Meta leads through the SQS handler, {run['leads']:,}",
+                run["handlerLeadsPerSecond"],
+                "leads/s",
+                f"≥ {run['target']:.0%} of raw single-row INSERTs",
+                run["ratio"] >= run["target"],
+                run["rawLeadsPerSecond"],
+                run["ratio"],
+            )
+        )
+    for run in section["csv"]:
+        rows.append(
+            _figure(
+                f"CSV import, {run['rows']:,} rows",
+                run["importRowsPerSecond"],
+                "rows/s",
+                f"≥ {run['target']:.0%} of raw multi-row INSERTs",
+                run["ratio"] >= run["target"],
+                run["rawRowsPerSecond"],
+                run["ratio"],
+            )
+        )
+        rows.append(
+            _figure(
+                f"CSV import, {run['rows']:,} rows: peak RSS",
+                run["peakRssMb"],
+                "MB",
+                f"≤ {run['rssTargetMb']} MB",
+                run["peakRssMb"] <= run["rssTargetMb"],
+            )
+        )
+    return rows
+
+
+def _bulk_moves(section: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        _figure(
+            f"bulk move, {run['leads']:,} leads",
+            run["medianSeconds"],
+            "s",
+            f"≤ {run['target']}× base (bare UPDATE)",
+            run["meetsTarget"],
+            run["bareUpdateMedianSeconds"],
+            run["ratio"],
+        )
+        for run in section["runs"]
+    ]
+
+
+def bulk_work_figures(results: dict[str, Any]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    if "ingestion" in results:
+        rows += _ingestion(results["ingestion"])
+    if "bulkMove" in results:
+        rows += _bulk_moves(results["bulkMove"])
+    return rows
+
+
+def report_lines(rows: list[dict[str, Any]], title: str) -> list[str]:
     lines = [
         "",
-        "Issue 22, one request: each figure beside its baseline from this run",
+        title,
         f"{'figure':<58} {'value':>9} {'base':>8} {'ratio':>6}  {'target':<36} met",
     ]
     for row in rows:

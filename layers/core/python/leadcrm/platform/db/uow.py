@@ -133,10 +133,14 @@ class UnitOfWork:
             self._written = len(self._events)
         return self.connection.execute(statement)
 
-    def commit(self) -> None:
+    def flush_events(self) -> None:
+        """Write the events not yet in the outbox, in one statement (commit does it; a bench times it)."""
         if self._events[self._written :]:
             self.connection.execute(_outbox_insert(self._events[self._written :], attempts=self._inline_attempts()))
             self._written = len(self._events)
+
+    def commit(self) -> None:
+        self.flush_events()
         self.connection.commit()
         self._committed = True
 
