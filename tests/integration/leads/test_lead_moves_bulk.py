@@ -89,6 +89,31 @@ def test_every_moved_lead_gets_a_status_event_and_a_stage_moved_entry_by_the_act
         assert entry["actor_user_id"] == caller.user.id
 
 
+def test_a_primary_bulk_entry_carries_what_a_single_move_records_plus_bulk(caller, sales):
+    (lead_id,) = insert_leads(caller.org_id, sales, 1)
+    _bulk(caller, sales.stage("lost"), [lead_id], lostReason="Season over")
+    (entry,) = activities(lead_id, "stage_moved")
+    assert entry["payload"] == {
+        "pipelineId": str(sales.id),
+        "primary": True,
+        "fromStageId": str(sales.stage("new")),
+        "toStageId": str(sales.stage("lost")),
+        "fromStatus": "new",
+        "toStatus": "lost",
+        "lostReason": "Season over",
+        "bulk": True,
+    }
+
+
+def test_a_primary_bulk_entry_without_a_new_reason_names_none(caller, sales):
+    (lead_id,) = insert_leads(caller.org_id, sales, 1)
+    _bulk(caller, sales.stage("contacted"), [lead_id])
+    (entry,) = activities(lead_id, "stage_moved")
+    assert "lostReason" not in entry["payload"]
+    (event,) = status_events(lead_id)
+    assert event["reason"] is None
+
+
 def test_lead_status_changed_is_written_only_for_category_changes(caller, sales):
     sales = add_stage(sales, caller.org_id, "contacted")
     (on_new,) = insert_leads(caller.org_id, sales, 1)
@@ -145,8 +170,14 @@ def test_secondary_placements_in_the_pipeline_move_without_touching_the_status(c
     assert lead_row(lead_id)["status"] == "new"
     assert outbox_events(lead_id) == []
     (entry,) = activities(lead_id, "stage_moved")
-    assert entry["payload"]["pipelineId"] == str(courses.id)
-    assert entry["payload"]["primary"] is False
+    assert entry["payload"] == {
+        "pipelineId": str(courses.id),
+        "primary": False,
+        "fromStageId": str(courses.stage("new")),
+        "toStageId": str(courses.stage("trial_booked")),
+        "toCategory": "trial_booked",
+        "bulk": True,
+    }
 
 
 def test_leads_already_on_the_stage_count_as_moved_and_record_nothing(caller, sales):

@@ -9,20 +9,34 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import Boolean, Connection, Text, Uuid, case, func, insert, literal, select, update
+from sqlalchemy import (
+    Boolean,
+    Connection,
+    Text,
+    Uuid,
+    case,
+    cast,
+    false,
+    func,
+    insert,
+    literal,
+    literal_column,
+    not_,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.activity import record_activities
 from leadcrm.leads.moves import (
     STAGE_MOVED,
-    activity_row,
     id_list,
     lead_position,
     refusal_error,
-    stage_moved_payload,
     status_changed_event,
-    status_event_row,
 )
 from leadcrm.leads.rules.moves import (
     BulkCandidate,
@@ -32,11 +46,12 @@ from leadcrm.leads.rules.moves import (
     distinct_in_order,
     plan_bulk_move,
 )
-from leadcrm.leads.tables import lead_pipeline_placements, lead_status_events, leads
+from leadcrm.leads.tables import lead_activity_events, lead_pipeline_placements, lead_status_events, leads
 from leadcrm.pipelines.stages import StageRow, resolve_stage
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.ids import uuid7
 
 
 @dataclass(frozen=True)
@@ -72,24 +87,11 @@ def bulk_move_stage(
     except MoveRefused as refused:
         raise refusal_error(refused.refusal) from None
 
-    if plan.primary_moves:
-        _bulk_update_primary(conn, actor, target, plan.primary_moves)
-        _bulk_insert_status_events(conn, actor, plan.primary_moves)
-        for move in plan.primary_moves:
-            if move.category_changed:
-                uow.add_event(status_changed_event(actor, move))
-    if plan.secondary_moves:
-        secondary_ids = [lead_id for lead_id, _ in plan.secondary_moves]
-        conn.execute(
-            update(lead_pipeline_placements)
-            .where(
-                lead_pipeline_placements.c.organization_id == actor.organization_id,
-                lead_pipeline_placements.c.pipeline_id == target.pipeline_id,
-                lead_pipeline_placements.c.lead_id == func.any(id_list("secondary_ids", secondary_ids)),
-            )
-            .values(stage_id=target.id, updated_at=sql_now())
-        )
-    _bulk_record_stage_moved(conn, actor, target, plan.primary_moves, plan.secondary_moves)
+    for move in plan.primary_moves:
+        if move.category_changed:
+            uow.add_event(status_changed_event(actor, move))
+    if plan.primary_moves or plan.secondary_moves:
+        uow.execute_with_events(_bulk_move_statement(actor, target, plan.primary_moves, plan.secondary_moves))
     return BulkMoveResult(moved=plan.moved, skipped=plan.skipped)
 
 
@@ -127,91 +129,114 @@ def _lock_bulk_candidates(
     }
 
 
-def _bulk_update_primary(conn: Connection, actor: Actor, target: StageRow, moves: list[StageMove]) -> None:
-    """One UPDATE … FROM (the moves): each lead's own lost reason and whether its category changes."""
-    moved = recordset(
+def _bulk_move_statement(
+    actor: Actor, target: StageRow, primary: list[StageMove], secondary: list[tuple[uuid.UUID, uuid.UUID]]
+) -> Any:
+    """The whole move as one statement over one document of the moves: the primary leads' UPDATE, their status
+    events, the secondary placements' UPDATE and every lead's `stage_moved` entry (data-modifying CTEs; the
+    outbox rows join them through `execute_with_events`). Each row and payload is built by PostgreSQL from
+    the document, so Python serializes each move once."""
+    moves = recordset(
         "moves",
-        "moved",
-        [{"lead_id": m.lead_id, "lost_reason": m.lost_reason, "category_changed": m.category_changed} for m in moves],
-        {"lead_id": Uuid, "lost_reason": Text, "category_changed": Boolean},
+        "moves",
+        [
+            {
+                "lead_id": m.lead_id,
+                "is_primary": True,
+                "from_stage_id": m.from_stage_id,
+                "from_status": m.from_status.value,
+                "lost_reason": m.lost_reason,
+                "status_reason": m.status_reason,
+                "category_changed": m.category_changed,
+                "status_event_id": uuid7(),
+                "activity_id": uuid7(),
+            }
+            for m in primary
+        ]
+        + [
+            {"lead_id": lead_id, "is_primary": False, "from_stage_id": from_stage, "activity_id": uuid7()}
+            for lead_id, from_stage in secondary
+        ],
+        {
+            "lead_id": Uuid,
+            "is_primary": Boolean,
+            "from_stage_id": Uuid,
+            "from_status": Text,
+            "lost_reason": Text,
+            "status_reason": Text,
+            "category_changed": Boolean,
+            "status_event_id": Uuid,
+            "activity_id": Uuid,
+        },
     )
-    conn.execute(
+    organization_id = literal(actor.organization_id, Uuid)
+    actor_id = literal(actor.user_id, Uuid)
+    to_status = literal(target.category.value, Text)
+    to_stage = literal(target.id, Uuid)
+    primary_leads = (
         update(leads)
-        .where(leads.c.organization_id == actor.organization_id, leads.c.id == moved.c.lead_id)
+        .where(leads.c.organization_id == organization_id, leads.c.id == moves.c.lead_id, moves.c.is_primary)
         .values(
-            stage_id=target.id,
-            status=target.category.value,
-            lost_reason=moved.c.lost_reason,
-            status_changed_at=case((moved.c.category_changed, sql_now()), else_=leads.c.status_changed_at),
+            stage_id=to_stage,
+            status=to_status,
+            lost_reason=moves.c.lost_reason,
+            status_changed_at=case((moves.c.category_changed, sql_now()), else_=leads.c.status_changed_at),
             updated_at=sql_now(),
         )
     )
-
-
-def _bulk_insert_status_events(conn: Connection, actor: Actor, moves: list[StageMove]) -> None:
-    """One INSERT … SELECT for every moved lead's status event."""
-    source = recordset(
-        "status_events",
-        "status_events",
-        [status_event_row(actor, m) for m in moves],
-        {
-            "id": Uuid,
-            "lead_id": Uuid,
-            "from_status": Text,
-            "to_status": Text,
-            "from_stage_id": Uuid,
-            "to_stage_id": Uuid,
-            "reason": Text,
-        },
+    status_events = insert(lead_status_events).from_select(
+        ["id", "organization_id", "lead_id", "from_status", "to_status", "from_stage_id", "to_stage_id",
+         "actor_user_id", "reason"],
+        select(moves.c.status_event_id, organization_id, moves.c.lead_id, moves.c.from_status, to_status,
+               moves.c.from_stage_id, to_stage, actor_id, moves.c.status_reason).where(moves.c.is_primary),
+    )  # fmt: skip
+    placements = lead_pipeline_placements
+    secondary_placements = (
+        update(placements)
+        .where(
+            placements.c.organization_id == organization_id,
+            placements.c.pipeline_id == literal(target.pipeline_id, Uuid),
+            placements.c.lead_id == moves.c.lead_id,
+            not_(moves.c.is_primary),
+        )
+        .values(stage_id=to_stage, updated_at=sql_now())
     )
-    conn.execute(
-        insert(lead_status_events).from_select(
-            [
-                "id",
-                "organization_id",
-                "lead_id",
-                "from_status",
-                "to_status",
-                "from_stage_id",
-                "to_stage_id",
-                "actor_user_id",
-                "reason",
-            ],
-            select(
-                source.c.id,
-                literal(actor.organization_id, Uuid),
-                source.c.lead_id,
-                source.c.from_status,
-                source.c.to_status,
-                source.c.from_stage_id,
-                source.c.to_stage_id,
-                literal(actor.user_id, Uuid),
-                source.c.reason,
-            ),
+    common = {
+        "pipelineId": literal(str(target.pipeline_id), Text),
+        "fromStageId": cast(moves.c.from_stage_id, Text),
+        "toStageId": literal(str(target.id), Text),
+        "bulk": true(),
+    }
+    primary_payload = _jsonb_object(
+        {**common, "primary": true(), "fromStatus": moves.c.from_status, "toStatus": to_status}
+    ).op("||")(
+        case(
+            (moves.c.status_reason.is_not(None), _jsonb_object({"lostReason": moves.c.status_reason})),
+            else_=literal_column("'{}'::jsonb"),
         )
     )
+    secondary_payload = _jsonb_object({**common, "primary": false(), "toCategory": to_status})
+    activities = insert(lead_activity_events).from_select(
+        ["id", "organization_id", "lead_id", "type", "payload", "actor_user_id"],
+        select(
+            moves.c.activity_id,
+            organization_id,
+            moves.c.lead_id,
+            literal(STAGE_MOVED, Text),
+            case((moves.c.is_primary, primary_payload), else_=secondary_payload),
+            actor_id,
+        ),
+    )
+    return (
+        select(func.count())
+        .select_from(moves)
+        .add_cte(primary_leads.cte("primary_leads"))
+        .add_cte(status_events.cte("status_events"))
+        .add_cte(secondary_placements.cte("secondary_placements"))
+        .add_cte(activities.cte("stage_moved_entries"))
+    )
 
 
-def _bulk_record_stage_moved(
-    conn: Connection,
-    actor: Actor,
-    target: StageRow,
-    primary: list[StageMove],
-    secondary: list[tuple[uuid.UUID, uuid.UUID]],
-) -> None:
-    payloads = [(m.lead_id, {**stage_moved_payload(target.pipeline_id, m), "bulk": True}) for m in primary]
-    payloads += [
-        (
-            lead_id,
-            {
-                "pipelineId": str(target.pipeline_id),
-                "primary": False,
-                "fromStageId": str(from_stage),
-                "toStageId": str(target.id),
-                "toCategory": target.category.value,
-                "bulk": True,
-            },
-        )
-        for lead_id, from_stage in secondary
-    ]
-    record_activities(conn, [activity_row(actor, lead_id, STAGE_MOVED, payload) for lead_id, payload in payloads])
+def _jsonb_object(fields: dict[str, Any]) -> Any:
+    parts = [part for key, value in fields.items() for part in (literal(key, Text), value)]
+    return func.jsonb_build_object(*parts, type_=JSONB)
