@@ -35,6 +35,10 @@ from leadcrm.work.urgent_prompt import build_lead_count_query, build_task_counts
 from tests.support.lead_list_helpers import explain, plan_nodes
 
 PAGES_BEFORE_RESTART = 10
+# The owner of an ordinary organization (5,000 leads, a tenth of whose leads are due): the urgent counts must
+# take as long there as for the big organization's owner, whose leads due are ~18,000 (issue 23: capped).
+SMALL_OWNER_SUBJECT = "bench|1|0"
+URGENT_FLAT_TARGET = 1.5  # the big owner's p95 over the small owner's
 QUEUE_P95_TARGET_MS = 20.0
 URGENT_P95_TARGET_MS = 20.0
 P95_VS_BASELINE_TARGET = 1.5  # issue 22
@@ -182,6 +186,28 @@ def _plan(conn: Connection, statement: Any) -> dict[str, Any]:
     }
 
 
+def small_organization_owner() -> Actor:
+    from leadcrm.directory.access import resolve_actor
+
+    with UnitOfWork() as uow:
+        organization_id = uow.connection.execute(
+            text(
+                "SELECT m.organization_id FROM memberships m JOIN users u ON u.id = m.user_id "
+                "WHERE u.auth_subject = :subject"
+            ),
+            {"subject": SMALL_OWNER_SUBJECT},
+        ).scalar_one()
+        return resolve_actor(uow.connection, SMALL_OWNER_SUBJECT, organization_id)
+
+
+def _leads_due(actor: Actor, now: datetime) -> int:
+    """How many leads the urgent prompt would count without its cap (the figure the cap keeps flat)."""
+    with UnitOfWork() as uow:
+        window = attention_window(uow.connection, actor.organization_id, now)
+        query = build_lead_count_query(actor.organization_id, now=now, day=window.day, limit=10**9)
+        return uow.connection.execute(query).scalar_one()
+
+
 def measure_attention(owner: Actor, coach: Actor, *, requests: int, warmup: int, log: Any = print) -> dict[str, Any]:
     """Queue pages (paging forward 10 pages, then again) and the urgent counts, p50/p95/p99 in ms, each
     against the bare indexed SELECT (`scenarios.baseline_call`) measured in the same rounds (issue 22:
@@ -216,7 +242,12 @@ def measure_attention(owner: Actor, coach: Actor, *, requests: int, warmup: int,
         return call
 
     shapes = queue_shapes(owner, coach)
-    urgent_shapes = {"urgent counts (owner: tasks + leads)": owner, "urgent counts (coach: tasks)": coach}
+    small_owner = small_organization_owner()
+    urgent_shapes = {
+        "urgent counts (owner: tasks + leads)": owner,
+        "urgent counts (coach: tasks)": coach,
+        "urgent counts (owner of a 5,000-lead organization)": small_owner,
+    }
     calls = {
         BASELINE: baseline_call(owner.organization_id),
         **{shape.name: _pager(shape) for shape in shapes},
@@ -243,6 +274,19 @@ def measure_attention(owner: Actor, coach: Actor, *, requests: int, warmup: int,
     results["urgent"] = [row(name, URGENT_P95_TARGET_MS) for name in urgent_shapes]
     with UnitOfWork() as uow:
         sample = urgent_counts(uow.connection, owner.organization_id, owner.user_id, owner.role, now=now)
+    big, small = (
+        latencies["urgent counts (owner: tasks + leads)"],
+        latencies["urgent counts (owner of a 5,000-lead organization)"],
+    )
+    results["urgentFlat"] = {
+        "bigOwnerLeadsDue": _leads_due(owner, now),
+        "smallOwnerLeadsDue": _leads_due(small_owner, now),
+        "bigOwnerP95Ms": round(big.p95, 2),
+        "smallOwnerP95Ms": round(small.p95, 2),
+        "ratio": round(big.p95 / small.p95, 2),
+        "target": URGENT_FLAT_TARGET,
+        "meetsTarget": big.p95 / small.p95 <= URGENT_FLAT_TARGET,
+    }
     results["urgentPlans"] = urgent_plans
     results["urgentSample"] = {
         "overdueTasks": sample.overdue_tasks,
@@ -279,4 +323,11 @@ def report_lines(results: dict[str, Any]) -> list[str]:
         scans = f"  SEQ SCAN on {', '.join(plan['seqScans'])}!" if plan["seqScans"] else ""
         lines.append(f"  urgent {name} plan: {', '.join(plan['indexes'])}{scans}")
     lines.append(f"  owner's counts: {results['urgentSample']}")
+    if "urgentFlat" in results:
+        flat = results["urgentFlat"]
+        lines.append(
+            f"  urgent counts stay flat: {flat['bigOwnerLeadsDue']:,} leads due → p95 {flat['bigOwnerP95Ms']:.2f} ms, "
+            f"{flat['smallOwnerLeadsDue']:,} due → {flat['smallOwnerP95Ms']:.2f} ms ({flat['ratio']:.2f}×, "
+            f"target ≤ {flat['target']}×)"
+        )
     return lines

@@ -182,12 +182,28 @@ def _bulk_moves(section: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def _urgent_flat(flat: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        _figure(
+            f"urgent counts p95, {flat['bigOwnerLeadsDue']:,} leads due vs {flat['smallOwnerLeadsDue']:,}",
+            flat["bigOwnerP95Ms"],
+            "ms",
+            f"flat: ≤ {flat['target']}× the small organization's",
+            flat["meetsTarget"],
+            flat["smallOwnerP95Ms"],
+            flat["ratio"],
+        )
+    ]
+
+
 def bulk_work_figures(results: dict[str, Any]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if "ingestion" in results:
         rows += _ingestion(results["ingestion"])
     if "bulkMove" in results:
         rows += _bulk_moves(results["bulkMove"])
+    if "urgentFlat" in results.get("leads", {}).get("attention", {}):
+        rows += _urgent_flat(results["leads"]["attention"]["urgentFlat"])
     return rows
 
 
