@@ -63,6 +63,49 @@ def find_or_create_campaign(
     ).scalar_one()
 
 
+def find_or_create_campaigns(
+    conn: Connection, organization_id: uuid.UUID, channel: str, hooks: dict[str, str]
+) -> dict[str, uuid.UUID]:
+    """`find_or_create_campaign` for many hooks of one channel at once (external_ref -> name): two statements
+    whatever their number. The refs are inserted in sorted order, so two batches minting the same hooks wait
+    for each other on the first they share instead of deadlocking."""
+    if not hooks:
+        return {}
+    refs = sorted(hooks)
+    created = conn.execute(
+        pg_insert(lead_campaigns)
+        .values(
+            [
+                {
+                    "id": uuid7(),
+                    "organization_id": organization_id,
+                    "name": hooks[ref],
+                    "channel": channel,
+                    "external_ref": ref,
+                }
+                for ref in refs
+            ]
+        )  # fmt: skip
+        .on_conflict_do_nothing(
+            index_elements=["organization_id", "channel", "external_ref"],
+            index_where=lead_campaigns.c.external_ref.isnot(None),
+        )
+        .returning(lead_campaigns.c.external_ref, lead_campaigns.c.id)
+    ).all()
+    found = {row.external_ref: row.id for row in created}
+    if missing := [ref for ref in refs if ref not in found]:
+        # Minted before, or by a concurrent transaction we waited for (a new statement sees its commit).
+        rows = conn.execute(
+            select(lead_campaigns.c.external_ref, lead_campaigns.c.id).where(
+                lead_campaigns.c.organization_id == organization_id,
+                lead_campaigns.c.channel == channel,
+                lead_campaigns.c.external_ref.in_(missing),
+            )
+        ).all()
+        found.update({row.external_ref: row.id for row in rows})
+    return found
+
+
 def require_attachable_campaign(conn: Connection, organization_id: uuid.UUID, campaign_id: uuid.UUID) -> None:
     """400 CAMPAIGN_NOT_FOUND unless the hook is a live one of this organization (staff paths' campaignId).
 

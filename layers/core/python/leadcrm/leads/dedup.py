@@ -104,6 +104,17 @@ def lock_person(conn: Connection, organization_id: uuid.UUID, email: str | None,
         conn.execute(select(*(func.pg_advisory_xact_lock(key) for key in keys)))
 
 
+def lock_people(conn: Connection, people: list[tuple[uuid.UUID, str | None, str | None]]) -> None:
+    """`lock_person` for every (organization, email, phone) of a batch, in one statement and one global
+    order: a batch holds its people's locks until it ends, so two batches sharing people queue up on the
+    first key they share instead of each holding what the other waits for."""
+    keys = sorted(
+        {key for organization_id, email, phone in people for key in dedup_lock_keys(organization_id, email, phone)}
+    )
+    if keys:
+        conn.execute(select(*(func.pg_advisory_xact_lock(key) for key in keys)))
+
+
 def find_same_person(
     conn: Connection,
     organization_id: uuid.UUID,
