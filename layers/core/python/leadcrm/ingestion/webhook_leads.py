@@ -42,6 +42,7 @@ from leadcrm.ingestion.rules.meta import (
 )
 from leadcrm.ingestion.tables import ingested_events, lead_attributions
 from leadcrm.leads.activity import record_activity
+from leadcrm.leads.batch_intake import Arrival, intake_many
 from leadcrm.leads.campaigns import find_or_create_campaigns
 from leadcrm.leads.capture import RESUBMITTED_ACTIVITY
 from leadcrm.leads.dedup import IntakeContext, lock_people, open_intake
@@ -265,13 +266,15 @@ def _ingest_together(pending: dict[int, _Routable]) -> dict[int, Ingested]:
         if owned:
             hooks = _campaign_hooks(conn, owned.values())
             contexts = _open_intakes(conn, owned.values())
-            attributions: list[dict[str, Any]] = []
+            campaigns = {index: _campaign_of(item, hooks) for index, item in owned.items()}
+            taken: dict[int, tuple[uuid.UUID, Outcome]] = {}
+            for organization_id in contexts:
+                mine = {index: item for index, item in owned.items() if item.organization_id == organization_id}
+                taken.update(_take_in_all(uow, organization_id, mine, campaigns, contexts[organization_id]))
+            attributions = []
             for index, item in owned.items():
-                campaign_id = (
-                    hooks.get((item.organization_id, item.lead.channel, item.lead.hook[0])) if item.lead.hook else None
-                )
-                lead_id, outcome = _take_in(uow, item, campaign_id, contexts[item.organization_id])
-                attributions.append(_attribution_row(item, lead_id, campaign_id))
+                lead_id, outcome = taken[index]
+                attributions.append(_attribution_row(item, lead_id, campaigns[index]))
                 results[index] = Ingested(
                     item.lead.channel, item.lead.external_ref, outcome, item.organization_id, lead_id
                 )
@@ -332,10 +335,42 @@ def _open_intakes(conn: Connection, owned: Any) -> dict[uuid.UUID, IntakeContext
     }
 
 
-def _take_in(
-    uow: UnitOfWork, item: _Routed, campaign_id: uuid.UUID | None, context: IntakeContext | None
-) -> tuple[uuid.UUID, Outcome]:
-    """The lead through `intake_lead` (created or reopened), else the person's lead it duplicates."""
+def _campaign_of(item: _Routed, hooks: dict[tuple[uuid.UUID, str, str], uuid.UUID]) -> uuid.UUID | None:
+    return hooks[item.organization_id, item.lead.channel, item.lead.hook[0]] if item.lead.hook else None
+
+
+def _take_in_all(
+    uow: UnitOfWork,
+    organization_id: uuid.UUID,
+    items: dict[int, _Routed],
+    campaigns: dict[int, uuid.UUID | None],
+    context: IntakeContext | None,
+) -> dict[int, tuple[uuid.UUID, Outcome]]:
+    """One organization's leads through `intake_many` (created or reopened), else the person's lead each
+    duplicates: kept on a receipt and the timeline (`_record_resubmission`)."""
+    if context is None:  # no such organization: intake_lead says so, lead by lead
+        return {index: _take_in(uow, item, campaigns[index]) for index, item in items.items()}
+    arrivals = [
+        Arrival(
+            replace(item.lead.new, campaign_id=campaigns[index]), item.lead.channel, item.lead.received, item.lead.via
+        )
+        for index, item in items.items()
+    ]
+    taken = {}
+    for (index, item), intake in zip(
+        items.items(), intake_many(uow, organization_id, arrivals, context=context), strict=True
+    ):
+        if isinstance(intake, DuplicateLead):
+            if not intake.existing.suppressed:  # a pseudonymized person: nothing of what they sent is kept
+                _record_resubmission(uow.connection, organization_id, intake.existing.id, item.lead, campaigns[index])
+            taken[index] = (intake.existing.id, Outcome.DUPLICATE)
+        else:
+            taken[index] = (intake.lead["id"], Outcome(intake.outcome.value))
+    return taken
+
+
+def _take_in(uow: UnitOfWork, item: _Routed, campaign_id: uuid.UUID | None) -> tuple[uuid.UUID, Outcome]:
+    """One lead through `intake_lead` (created or reopened), else the person's lead it duplicates."""
     lead = item.lead
     try:
         intake = intake_lead(
@@ -346,7 +381,6 @@ def _take_in(
             channel=lead.channel,
             received=lead.received,
             via=lead.via,
-            context=context,
         )
         return intake.lead["id"], Outcome(intake.outcome.value)
     except DuplicateLead as duplicate:

@@ -1,0 +1,138 @@
+"""One SQS batch of Meta or WhatsApp leads is one unit of work, with every rule of a single delivery kept per
+lead: the natural-key claim, dedup by person (two leads of one person in a batch dedup against each other as
+in two batches), and partial batch failure (a lead that fails fails its own record, never the batch)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from leadcrm.ingestion import webhook_leads
+from leadcrm.ingestion.rules.meta import LeadgenChange, fetched_lead_payload
+from tests.support.capture_helpers import activities_of, lead_rows, receipts_of
+from tests.support.events import lambda_context, sqs_event, sqs_record
+from tests.support.factories import make_caller
+from tests.support.ingestion_helpers import (
+    connect_number,
+    connect_page,
+    counts,
+    ctwa_referral,
+    deliver,
+    fresh_id,
+    graph_lead,
+    ingested,
+    webhook_message,
+    whatsapp_payload,
+)
+
+
+@pytest.fixture(autouse=True)
+def _bus(event_bus):
+    """Units of work publish after commit; the bus exists."""
+
+
+@pytest.fixture
+def owner():
+    return make_caller(role="owner")
+
+
+@pytest.fixture
+def page(owner):
+    page_id = fresh_id()
+    connect_page(owner, page_id)
+    return page_id
+
+
+def _fetched(page: str, leadgen_id: str, **lead: Any) -> dict[str, Any]:
+    """The `meta.lead` message graph_fetch queues for a lead it read from Graph."""
+    change = LeadgenChange(page_id=page, leadgen_id=leadgen_id, form_id="870000000000001")
+    return {"kind": "meta.lead", "payload": fetched_lead_payload(change, graph_lead(leadgen_id, **lead))}
+
+
+def _people(page: str, count: int) -> list[dict[str, Any]]:
+    return [
+        _fetched(page, fresh_id(), email=f"person{i}@example.com", phone=f"+4477009001{i:02d}") for i in range(count)
+    ]
+
+
+def test_a_batch_of_ten_people_creates_ten_leads_each_with_its_task_receipt_and_attribution(owner, page):
+    assert deliver(*_people(page, 10)) == {"batchItemFailures": []}
+    assert counts(owner.org_id) == {"leads": 10, "attributions": 10, "tasks": 10, "receipts": 10}
+
+
+def test_two_leads_of_one_person_in_one_batch_dedup_as_if_they_came_in_two(owner, page):
+    first, second = fresh_id(), fresh_id()
+
+    assert deliver(_fetched(page, first), _fetched(page, second)) == {"batchItemFailures": []}
+
+    (lead,) = lead_rows(owner.org_id)
+    assert counts(owner.org_id) == {"leads": 1, "attributions": 2, "tasks": 1, "receipts": 2}
+    assert (ingested("meta_lead_ads", first)["outcome"], ingested("meta_lead_ads", second)["outcome"]) == (
+        "created",
+        "duplicate",
+    )
+    assert ingested("meta_lead_ads", second)["lead_id"] == lead["id"]
+    assert sorted(r["duplicate"] for r in receipts_of(owner.org_id)) == [False, True]
+    assert activities_of(lead["id"], "resubmitted")[0]["payload"]["channel"] == "meta_lead_ads"
+
+
+def test_the_same_leadgen_twice_in_one_batch_is_taken_in_once(owner, page):
+    message = _fetched(page, fresh_id())
+    assert deliver(message, message) == {"batchItemFailures": []}
+    assert counts(owner.org_id) == {"leads": 1, "attributions": 1, "tasks": 1, "receipts": 1}
+
+
+def test_a_replayed_lead_in_a_batch_of_new_ones_writes_nothing_again(owner, page):
+    replayed = _fetched(page, fresh_id(), email="first@example.com", phone=None)
+    deliver(replayed)
+
+    assert deliver(replayed, *_people(page, 3)) == {"batchItemFailures": []}
+
+    assert counts(owner.org_id) == {"leads": 4, "attributions": 4, "tasks": 4, "receipts": 4}
+
+
+def test_a_meta_lead_and_a_whatsapp_lead_in_one_batch_are_both_taken_in(owner, page):
+    number = fresh_id()
+    connect_number(owner, number)
+    whatsapp = webhook_message(
+        "whatsapp", whatsapp_payload(number, wamid=f"wamid.{fresh_id()}", referral=ctwa_referral(ctwa_clid=fresh_id()))
+    )
+
+    assert deliver(_fetched(page, fresh_id()), whatsapp) == {"batchItemFailures": []}
+
+    assert sorted(lead["source"] for lead in lead_rows(owner.org_id)) == ["facebook", "whatsapp"]
+
+
+def test_a_record_that_does_not_read_is_rejected_alone_and_the_rest_of_the_batch_is_taken_in(owner, page):
+    unreadable = {"kind": "meta.lead", "payload": {"pageId": page}}  # no leadgen id, no lead
+    assert deliver(unreadable, *_people(page, 2)) == {"batchItemFailures": []}
+    assert counts(owner.org_id)["leads"] == 2
+
+
+def test_a_lead_that_fails_for_now_fails_only_its_record_and_is_taken_in_on_redelivery(owner, page, monkeypatch):
+    intake_many = webhook_leads.intake_many
+
+    def database_gone_for(email: str):
+        def intake(uow, organization_id, arrivals, **kwargs):
+            if any(arrival.new.email == email for arrival in arrivals):
+                raise ConnectionResetError("the database went away")
+            return intake_many(uow, organization_id, arrivals, **kwargs)
+
+        return intake
+
+    good = _people(page, 3)
+    failing_id = fresh_id()
+    failing = _fetched(page, failing_id, email="unlucky@example.com", phone=None)
+    monkeypatch.setattr(webhook_leads, "intake_many", database_gone_for("unlucky@example.com"))
+    records = [sqs_record(body) for body in (good[0], failing, *good[1:])]
+    from ingestion.handler import lambda_handler
+
+    response = lambda_handler(sqs_event(*records), lambda_context("leadcrm-ingestion"))
+
+    assert response == {"batchItemFailures": [{"itemIdentifier": records[1]["messageId"]}]}
+    assert counts(owner.org_id)["leads"] == 3
+    assert ingested("meta_lead_ads", failing_id) is None  # its claim went with its transaction
+    monkeypatch.setattr(webhook_leads, "intake_many", intake_many)
+    assert deliver(failing) == {"batchItemFailures": []}
+    assert counts(owner.org_id) == {"leads": 4, "attributions": 4, "tasks": 4, "receipts": 4}
