@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from leadcrm.ingestion import webhook_leads
 from leadcrm.ingestion.rules.meta import LeadgenChange, fetched_lead_payload
-from tests.support.capture_helpers import activities_of, lead_rows, receipts_of
+from tests.support.analytics_helpers import touches_of
+from tests.support.capture_helpers import activities_of, lead_rows, receipts_of, tasks_of
 from tests.support.events import lambda_context, sqs_event, sqs_record
 from tests.support.factories import make_caller
 from tests.support.ingestion_helpers import (
@@ -25,6 +25,7 @@ from tests.support.ingestion_helpers import (
     webhook_message,
     whatsapp_payload,
 )
+from tests.support.returning_helpers import status_events_of
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +60,34 @@ def _people(page: str, count: int) -> list[dict[str, Any]]:
 def test_a_batch_of_ten_people_creates_ten_leads_each_with_its_task_receipt_and_attribution(owner, page):
     assert deliver(*_people(page, 10)) == {"batchItemFailures": []}
     assert counts(owner.org_id) == {"leads": 10, "attributions": 10, "tasks": 10, "receipts": 10}
+
+
+def test_a_lead_of_a_batch_is_written_as_a_lead_delivered_alone(owner, page):
+    """Same task, seed follow-up, first status event, receipt and first touch as the single create
+    (`intake_lead`, which a delivery alone goes through)."""
+    other_page = fresh_id()
+    other = make_caller(role="owner")
+    connect_page(other, other_page)
+    deliver(_fetched(other_page, fresh_id()))
+    deliver(_fetched(page, fresh_id()), *_people(page, 2))
+
+    def shape(org_id):
+        (lead,) = [lead for lead in lead_rows(org_id) if lead["email"] == "ada@example.com"]
+        (task,) = [t for t in tasks_of(org_id) if t["linked_lead_id"] == lead["id"]]
+        (receipt,) = [r for r in receipts_of(org_id) if r["lead_id"] == lead["id"]]
+        (touch,) = touches_of(lead["id"])
+        (event,) = status_events_of(lead["id"])
+        return (
+            {k: lead[k] for k in ("status", "source", "next_action_type", "returned_via", "assigned_to_user_id")},
+            lead["next_action_at"] is not None,
+            {k: task[k] for k in ("type", "title", "priority", "source", "due_date", "status")},
+            (receipt["channel"], receipt["duplicate"], receipt["received_at"] == lead["created_at"]),
+            {k: touch[k] for k in ("kind", "channel", "is_first", "utm_source")},
+            touch["detail"] == {"receiptId": str(receipt["id"])},
+            (event["from_status"], event["to_status"], event["changed_at"] == lead["created_at"]),
+        )
+
+    assert shape(owner.org_id) == shape(other.org_id)
 
 
 def test_two_leads_of_one_person_in_one_batch_dedup_as_if_they_came_in_two(owner, page):
@@ -111,20 +140,23 @@ def test_a_record_that_does_not_read_is_rejected_alone_and_the_rest_of_the_batch
 
 
 def test_a_lead_that_fails_for_now_fails_only_its_record_and_is_taken_in_on_redelivery(owner, page, monkeypatch):
-    intake_many = webhook_leads.intake_many
+    from leadcrm.leads import batch_intake, intake
+
+    find_same_person = intake.find_same_person
 
     def database_gone_for(email: str):
-        def intake(uow, organization_id, arrivals, **kwargs):
-            if any(arrival.new.email == email for arrival in arrivals):
+        def find(conn, organization_id, wanted_email, phone, **kwargs):
+            if wanted_email == email:
                 raise ConnectionResetError("the database went away")
-            return intake_many(uow, organization_id, arrivals, **kwargs)
+            return find_same_person(conn, organization_id, wanted_email, phone, **kwargs)
 
-        return intake
+        return find
 
     good = _people(page, 3)
     failing_id = fresh_id()
     failing = _fetched(page, failing_id, email="unlucky@example.com", phone=None)
-    monkeypatch.setattr(webhook_leads, "intake_many", database_gone_for("unlucky@example.com"))
+    for module in (intake, batch_intake):
+        monkeypatch.setattr(module, "find_same_person", database_gone_for("unlucky@example.com"))
     records = [sqs_record(body) for body in (good[0], failing, *good[1:])]
     from ingestion.handler import lambda_handler
 
@@ -133,6 +165,6 @@ def test_a_lead_that_fails_for_now_fails_only_its_record_and_is_taken_in_on_rede
     assert response == {"batchItemFailures": [{"itemIdentifier": records[1]["messageId"]}]}
     assert counts(owner.org_id)["leads"] == 3
     assert ingested("meta_lead_ads", failing_id) is None  # its claim went with its transaction
-    monkeypatch.setattr(webhook_leads, "intake_many", intake_many)
+    monkeypatch.undo()
     assert deliver(failing) == {"batchItemFailures": []}
     assert counts(owner.org_id) == {"leads": 4, "attributions": 4, "tasks": 4, "receipts": 4}

@@ -348,8 +348,8 @@ def _take_in_all(
 ) -> dict[int, tuple[uuid.UUID, Outcome]]:
     """One organization's leads through `intake_many` (created or reopened), else the person's lead each
     duplicates: kept on a receipt and the timeline (`_record_resubmission`)."""
-    if context is None:  # no such organization: intake_lead says so, lead by lead
-        return {index: _take_in(uow, item, campaigns[index]) for index, item in items.items()}
+    if context is None or len(items) == 1:  # one lead: the create every entry point shares, as it is
+        return {index: _take_in(uow, item, campaigns[index], context) for index, item in items.items()}
     arrivals = [
         Arrival(
             replace(item.lead.new, campaign_id=campaigns[index]), item.lead.channel, item.lead.received, item.lead.via
@@ -369,7 +369,9 @@ def _take_in_all(
     return taken
 
 
-def _take_in(uow: UnitOfWork, item: _Routed, campaign_id: uuid.UUID | None) -> tuple[uuid.UUID, Outcome]:
+def _take_in(
+    uow: UnitOfWork, item: _Routed, campaign_id: uuid.UUID | None, context: IntakeContext | None
+) -> tuple[uuid.UUID, Outcome]:
     """One lead through `intake_lead` (created or reopened), else the person's lead it duplicates."""
     lead = item.lead
     try:
@@ -381,6 +383,7 @@ def _take_in(uow: UnitOfWork, item: _Routed, campaign_id: uuid.UUID | None) -> t
             channel=lead.channel,
             received=lead.received,
             via=lead.via,
+            context=context,
         )
         return intake.lead["id"], Outcome(intake.outcome.value)
     except DuplicateLead as duplicate:
