@@ -25,7 +25,8 @@ from tests.support.ingestion_helpers import (
     webhook_message,
     whatsapp_payload,
 )
-from tests.support.returning_helpers import status_events_of
+from tests.support.lead_moves_helpers import default_pipeline
+from tests.support.returning_helpers import insert_lead, status_events_of
 
 
 @pytest.fixture(autouse=True)
@@ -106,6 +107,30 @@ def test_two_leads_of_one_person_in_one_batch_dedup_as_if_they_came_in_two(owner
     assert activities_of(lead["id"], "resubmitted")[0]["payload"]["channel"] == "meta_lead_ads"
 
 
+def test_a_lead_of_a_person_with_an_open_lead_in_a_batch_is_a_duplicate_of_it(owner, page):
+    existing = insert_lead(owner.org_id, default_pipeline(owner.org_id), "contacted", email="ada@example.com")
+    duplicate = fresh_id()
+
+    deliver(*_people(page, 2), _fetched(page, duplicate, phone=None))
+
+    assert counts(owner.org_id)["leads"] == 3
+    assert (ingested("meta_lead_ads", duplicate)["outcome"], ingested("meta_lead_ads", duplicate)["lead_id"]) == (
+        "duplicate",
+        existing,
+    )
+
+
+def test_two_leads_of_a_person_whose_lead_was_lost_reopen_it_once_then_are_a_duplicate(owner, page):
+    existing = insert_lead(owner.org_id, default_pipeline(owner.org_id), "lost", email="ada@example.com")
+    first, second = fresh_id(), fresh_id()
+
+    assert deliver(_fetched(page, first), _fetched(page, second)) == {"batchItemFailures": []}
+
+    (lead,) = lead_rows(owner.org_id)
+    assert (lead["id"], lead["status"], lead["returned_via"]) == (existing, "new", "meta")
+    assert [ingested("meta_lead_ads", ref)["outcome"] for ref in (first, second)] == ["reopened", "duplicate"]
+
+
 def test_the_same_leadgen_twice_in_one_batch_is_taken_in_once(owner, page):
     message = _fetched(page, fresh_id())
     assert deliver(message, message) == {"batchItemFailures": []}
@@ -142,21 +167,24 @@ def test_a_record_that_does_not_read_is_rejected_alone_and_the_rest_of_the_batch
 def test_a_lead_that_fails_for_now_fails_only_its_record_and_is_taken_in_on_redelivery(owner, page, monkeypatch):
     from leadcrm.leads import batch_intake, intake
 
-    find_same_person = intake.find_same_person
+    find_same_person, same_person_candidates = intake.find_same_person, batch_intake.same_person_candidates
+    unlucky = "unlucky@example.com"
 
-    def database_gone_for(email: str):
-        def find(conn, organization_id, wanted_email, phone, **kwargs):
-            if wanted_email == email:
-                raise ConnectionResetError("the database went away")
-            return find_same_person(conn, organization_id, wanted_email, phone, **kwargs)
+    def find(conn, organization_id, email, phone, **kwargs):
+        if email == unlucky:
+            raise ConnectionResetError("the database went away")
+        return find_same_person(conn, organization_id, email, phone, **kwargs)
 
-        return find
+    def candidates(conn, organization_id, people):
+        if any(email == unlucky for email, _ in people):
+            raise ConnectionResetError("the database went away")
+        return same_person_candidates(conn, organization_id, people)
 
     good = _people(page, 3)
     failing_id = fresh_id()
-    failing = _fetched(page, failing_id, email="unlucky@example.com", phone=None)
-    for module in (intake, batch_intake):
-        monkeypatch.setattr(module, "find_same_person", database_gone_for("unlucky@example.com"))
+    failing = _fetched(page, failing_id, email=unlucky, phone=None)
+    monkeypatch.setattr(intake, "find_same_person", find)
+    monkeypatch.setattr(batch_intake, "same_person_candidates", candidates)
     records = [sqs_record(body) for body in (good[0], failing, *good[1:])]
     from ingestion.handler import lambda_handler
 

@@ -16,14 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Boolean, Text, Uuid, insert, literal, null, select
+from sqlalchemy import Boolean, Connection, Text, Uuid, insert, literal, null, select
 from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.directory.rules import phone_region
-from leadcrm.leads.dedup import ExistingLead, IntakeContext, find_same_person
+from leadcrm.leads.dedup import ExistingLead, IntakeContext, match_candidate, same_person_candidates
 from leadcrm.leads.intake import DuplicateLead, Intake, IntakeOutcome, NewLead, _reopen_returning, record_receipt
 from leadcrm.leads.messages import CreationWrites, LeadsCreated
-from leadcrm.leads.rules.intake import contact_task_title, normalized_email, same_phone
+from leadcrm.leads.pseudonym_tokens import find_pseudonymized
+from leadcrm.leads.rules.identity import last_seven_digits
+from leadcrm.leads.rules.intake import contact_task_title, normalized_email, phone_digits, same_phone
 from leadcrm.leads.rules.returning import ReturnVia
 from leadcrm.leads.tables import LEAD_COLUMNS, lead_receipts, lead_status_events, leads
 from leadcrm.leads.touches import FIRST_TOUCH_ROW_COLUMNS, first_touch_row, first_touches_insert
@@ -79,13 +81,15 @@ def intake_many(
     (`leads.dedup.lock_people`) and read `context` after taking them."""
     conn = uow.connection
     region = phone_region(context.pseudonyms.country_code, context.pseudonyms.timezone)
+    candidates = same_person_candidates(conn, organization_id, [(a.new.email, a.new.phone) for a in arrivals])
     results: list[Intake | DuplicateLead | None] = []
     creates: list[_Create] = []
     for arrival in arrivals:
         new = arrival.new
-        existing = find_same_person(conn, organization_id, new.email, new.phone, context=context)
-        if existing is None or existing.suppressed:
-            existing = _earlier_create(creates, new, region, context) or existing
+        candidate = match_candidate(candidates, new.email, new.phone, region)
+        existing = candidate.as_existing() if candidate is not None else _earlier_create(creates, new, region, context)
+        if existing is None:
+            existing = _pseudonymized(conn, organization_id, new, context)
         if existing is None:
             creates.append(_Create(len(results), uuid7(), arrival))
             results.append(None)
@@ -94,6 +98,8 @@ def intake_many(
         if reopened is None:
             results.append(DuplicateLead(existing))
             continue
+        if candidate is not None:  # the batch's next arrival of this person finds it reopened
+            candidate.status, candidate.archived_at = reopened["status"], reopened.get("archived_at")
         record_receipt(
             conn, organization_id, existing.id, arrival.channel, arrival.received, duplicate=True,
             campaign_id=new.campaign_id,
@@ -107,20 +113,37 @@ def intake_many(
     return [result for result in results if result is not None]
 
 
+def _pseudonymized(
+    conn: Connection, organization_id: uuid.UUID, new: NewLead, context: IntakeContext
+) -> ExistingLead | None:
+    """A pseudonymized person of the organization whose tokens match (no statement when it has none)."""
+    found = find_pseudonymized(conn, organization_id, new.email, new.phone, known=context.pseudonyms)
+    if found is None:
+        return None
+    return ExistingLead(id=found.id, name=None, status=found.status, archived_at=None, suppressed=True)
+
+
 def _earlier_create(
     creates: list[_Create], new: NewLead, region: str | None, context: IntakeContext
 ) -> ExistingLead | None:
     """The batch's first earlier create of the same person (as `find_same_person` would find it had it been
     committed): a new lead on the New stage, open, so a duplicate."""
-    email_key = normalized_email(new.email)
+    email_key, phone_key = normalized_email(new.email), _phone_key(new.phone)
     for create in creates:
         earlier = create.arrival.new
-        if (email_key is not None and normalized_email(earlier.email) == email_key) or same_phone(
-            new.phone, earlier.phone, region
+        if (email_key is not None and normalized_email(earlier.email) == email_key) or (
+            phone_key is not None
+            and _phone_key(earlier.phone) == phone_key
+            and same_phone(new.phone, earlier.phone, region)
         ):
             status = context.placement.category.value if context.placement else "new"
             return ExistingLead(id=create.lead_id, name=earlier.name, status=status, archived_at=None)
     return None
+
+
+def _phone_key(phone: str | None) -> str | None:
+    """What two numbers that are the same share however they were typed (the dedup index's key)."""
+    return last_seven_digits(phone) or phone_digits(phone)
 
 
 def _insert_leads(

@@ -115,6 +115,78 @@ def lock_people(conn: Connection, people: list[tuple[uuid.UUID, str | None, str 
         conn.execute(select(*(func.pg_advisory_xact_lock(key) for key in keys)))
 
 
+@dataclass
+class Candidate:
+    """A lead of the organization that may be one of a batch's people (`same_person_candidates`); its status
+    is kept current by the batch (a reopen changes it)."""
+
+    id: uuid.UUID
+    name: str | None
+    email: str | None
+    phone: str | None
+    status: str
+    archived_at: datetime | None
+    converted_membership_id: uuid.UUID | None
+
+    def as_existing(self) -> ExistingLead:
+        return ExistingLead(self.id, self.name, self.status, self.archived_at, self.converted_membership_id)
+
+
+def same_person_candidates(
+    conn: Connection, organization_id: uuid.UUID, people: list[tuple[str | None, str | None]]
+) -> list[Candidate]:
+    """`find_same_person`'s candidates for every (email, phone) of a batch in one statement, oldest first:
+    the organization's leads sharing an email (case-insensitive) or a phone's last seven digits with one of
+    them. Match each person with `match_candidate`; call `lock_people` first."""
+    emails, sevens = set(), set()
+    for email, phone in people:
+        if (email_key := normalized_email(email)) is not None:
+            emails.add(email_key)
+        last7 = last_seven_digits(phone)
+        if last7 is None:
+            last7 = phone_digits(phone)
+        if last7 is not None:
+            sevens.add(last7)
+    matches = []
+    if emails:
+        matches.append(func.lower(leads.c.email).in_(sorted(emails)))
+    if sevens:
+        matches.append(func.right(leads.c.phone_digits, 7).in_(sorted(sevens)))
+    if not matches:
+        return []
+    rows = conn.execute(
+        select(
+            leads.c.id,
+            leads.c.name,
+            leads.c.email,
+            leads.c.phone,
+            leads.c.status,
+            leads.c.archived_at,
+            leads.c.converted_membership_id,
+        )
+        .where(leads.c.organization_id == organization_id, or_(*matches))
+        .order_by(leads.c.created_at, leads.c.id)
+        .limit(CANDIDATE_LIMIT * len(people))
+    ).all()
+    return [Candidate(*row) for row in rows]
+
+
+def match_candidate(
+    candidates: list[Candidate], email: str | None, phone: str | None, region: str | None
+) -> Candidate | None:
+    """The oldest candidate with this email or this phone number (read in the organization's region), as
+    `find_same_person` matches them."""
+    email_key = normalized_email(email)
+    if email_key is None and phone_digits(phone) is None:
+        return None
+    for candidate in candidates:
+        if (email_key is not None and normalized_email(candidate.email) == email_key) or same_phone(
+            phone, candidate.phone, region
+        ):
+            return candidate
+    return None
+
+
 def find_same_person(
     conn: Connection,
     organization_id: uuid.UUID,
