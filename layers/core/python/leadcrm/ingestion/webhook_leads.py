@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Text, Uuid, insert, update
+from sqlalchemy import Connection, Text, Uuid, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.ingestion.connections import ActiveConnection, active_connections
@@ -278,7 +278,7 @@ def _ingest_together(pending: dict[int, _Routable]) -> dict[int, Ingested]:
                 results[index] = Ingested(
                     item.lead.channel, item.lead.external_ref, outcome, item.organization_id, lead_id
                 )
-            conn.execute(insert(lead_attributions).values(attributions))
+            _attribute(conn, attributions)
             _settle_claims(conn, [results[index] for index in owned])
         uow.commit()
     return results
@@ -293,19 +293,19 @@ def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
         first.setdefault((item.lead.channel, item.lead.external_ref), index)
     if not first:
         return set()
+    claims = [
+        {"channel": channel, "external_ref": ref, "organization_id": routed[first[channel, ref]].organization_id}
+        for channel, ref in sorted(first)
+    ]
+    src = recordset("claims", "claims", claims, {"channel": Text, "external_ref": Text, "organization_id": Uuid})
     rows = conn.execute(
         pg_insert(ingested_events)
-        .values(
-            [
-                {
-                    "channel": channel,
-                    "external_ref": ref,
-                    "organization_id": routed[first[channel, ref]].organization_id,
-                    "outcome": Outcome.CREATED.value,
-                }
-                for channel, ref in sorted(first)
-            ]
-        )  # fmt: skip
+        .from_select(
+            ["channel", "external_ref", "organization_id", "outcome"],
+            select(src.c.channel, src.c.external_ref, src.c.organization_id, literal(Outcome.CREATED.value))
+            .select_from(src)
+            .order_by(src.c.channel, src.c.external_ref),
+        )
         .on_conflict_do_nothing(index_elements=["channel", "external_ref"])
         .returning(ingested_events.c.channel, ingested_events.c.external_ref)
     ).all()
@@ -403,6 +403,27 @@ def _attribution_row(item: _Routed, lead_id: uuid.UUID, campaign_id: uuid.UUID |
         "external_ref": item.lead.external_ref,
         **{k: (str(attribution[k]) if attribution.get(k) is not None else None) for k in ATTRIBUTION_FIELDS},
     }
+
+
+_ATTRIBUTION_COLUMNS = {
+    "id": Uuid,
+    "organization_id": Uuid,
+    "lead_id": Uuid,
+    "channel": Text,
+    "campaign_id": Uuid,
+    "external_ref": Text,
+    **dict.fromkeys(ATTRIBUTION_FIELDS, Text),
+}
+
+
+def _attribute(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """Every attribution of the batch in one statement (one recordset: compiled once, whatever the size)."""
+    src = recordset("attributions", "attributions", rows, _ATTRIBUTION_COLUMNS)
+    conn.execute(
+        insert(lead_attributions).from_select(
+            list(_ATTRIBUTION_COLUMNS), select(*(src.c[name] for name in _ATTRIBUTION_COLUMNS)).select_from(src)
+        )
+    )
 
 
 def _settle_claims(conn: Connection, results: list[Ingested]) -> None:

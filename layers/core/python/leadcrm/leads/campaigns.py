@@ -10,11 +10,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, insert, select, tuple_, update
+from sqlalchemy import Connection, Text, Uuid, func, insert, literal, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.leads.tables import lead_campaigns
 from leadcrm.platform.db.now import sql_now
+from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import uuid7
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
@@ -72,20 +73,16 @@ def find_or_create_campaigns(
     if not hooks:
         return {}
     refs = sorted(hooks)
+    rows = [{"id": uuid7(), "name": hooks[ref], "external_ref": ref} for ref in refs]
+    src = recordset("campaign_hooks", "campaign_hooks", rows, {"id": Uuid, "name": Text, "external_ref": Text})
     created = conn.execute(
         pg_insert(lead_campaigns)
-        .values(
-            [
-                {
-                    "id": uuid7(),
-                    "organization_id": organization_id,
-                    "name": hooks[ref],
-                    "channel": channel,
-                    "external_ref": ref,
-                }
-                for ref in refs
-            ]
-        )  # fmt: skip
+        .from_select(
+            ["id", "organization_id", "name", "channel", "external_ref"],
+            select(src.c.id, literal(organization_id, Uuid), src.c.name, literal(channel, Text), src.c.external_ref)
+            .select_from(src)
+            .order_by(src.c.external_ref),
+        )
         .on_conflict_do_nothing(
             index_elements=["organization_id", "channel", "external_ref"],
             index_where=lead_campaigns.c.external_ref.isnot(None),
