@@ -45,7 +45,7 @@ from leadcrm.leads.activity import record_activity
 from leadcrm.leads.batch_intake import Arrival, intake_many
 from leadcrm.leads.campaigns import find_or_create_campaigns
 from leadcrm.leads.capture import RESUBMITTED_ACTIVITY
-from leadcrm.leads.dedup import IntakeContext, lock_people, open_intake
+from leadcrm.leads.dedup import IntakeContext, lock_people, open_batch_intake, open_intake
 from leadcrm.leads.intake import DuplicateLead, NewLead, intake_lead, record_receipt
 from leadcrm.leads.rules.returning import ReturnVia
 from leadcrm.platform.db.recordsets import recordset
@@ -278,8 +278,7 @@ def _ingest_together(pending: dict[int, _Routable]) -> dict[int, Ingested]:
                 results[index] = Ingested(
                     item.lead.channel, item.lead.external_ref, outcome, item.organization_id, lead_id
                 )
-            _attribute(conn, attributions)
-            _settle_claims(conn, [results[index] for index in owned])
+            _attribute_and_settle(conn, attributions, [results[index] for index in owned])
         uow.commit()
     return results
 
@@ -327,12 +326,15 @@ def _campaign_hooks(conn: Connection, owned: Any) -> dict[tuple[uuid.UUID, str, 
 
 
 def _open_intakes(conn: Connection, owned: Any) -> dict[uuid.UUID, IntakeContext | None]:
-    """Every person lock of the batch in one statement, then what intake reads of each organization."""
+    """Every person lock of the batch, then what intake reads of each organization: one statement for a
+    batch of one organization (the usual), else the locks of all in one global order first."""
     items = list(owned)
+    organizations = sorted({item.organization_id for item in items}, key=str)
+    if len(organizations) == 1:
+        people = [(item.lead.new.email, item.lead.new.phone) for item in items]
+        return {organizations[0]: open_batch_intake(conn, organizations[0], people)}
     lock_people(conn, [(item.organization_id, item.lead.new.email, item.lead.new.phone) for item in items])
-    return {
-        org: open_intake(conn, org, None, None) for org in sorted({item.organization_id for item in items}, key=str)
-    }
+    return {org: open_intake(conn, org, None, None) for org in organizations}
 
 
 def _campaign_of(item: _Routed, hooks: dict[tuple[uuid.UUID, str, str], uuid.UUID]) -> uuid.UUID | None:
@@ -416,29 +418,25 @@ _ATTRIBUTION_COLUMNS = {
 }
 
 
-def _attribute(conn: Connection, rows: list[dict[str, Any]]) -> None:
-    """Every attribution of the batch in one statement (one recordset: compiled once, whatever the size)."""
-    src = recordset("attributions", "attributions", rows, _ATTRIBUTION_COLUMNS)
-    conn.execute(
-        insert(lead_attributions).from_select(
-            list(_ATTRIBUTION_COLUMNS), select(*(src.c[name] for name in _ATTRIBUTION_COLUMNS)).select_from(src)
-        )
+def _attribute_and_settle(conn: Connection, attributions: list[dict[str, Any]], results: list[Ingested]) -> None:
+    """Every attribution of the batch, and what each owned claim became (its lead and outcome), in one
+    statement (recordsets: compiled once, whatever the batch's size)."""
+    src = recordset("attributions", "attributions", attributions, _ATTRIBUTION_COLUMNS)
+    attribute = insert(lead_attributions).from_select(
+        list(_ATTRIBUTION_COLUMNS), select(*(src.c[name] for name in _ATTRIBUTION_COLUMNS)).select_from(src)
     )
-
-
-def _settle_claims(conn: Connection, results: list[Ingested]) -> None:
-    """What each owned claim became (the lead and the outcome), in one statement."""
     rows = [
         {"channel": r.channel, "external_ref": r.external_ref, "lead_id": str(r.lead_id), "outcome": r.outcome.value}
         for r in results
     ]
-    src = recordset(
+    settled = recordset(
         "settled_claims", "settled", rows, {"channel": Text, "external_ref": Text, "lead_id": Uuid, "outcome": Text}
     )
     conn.execute(
         update(ingested_events)
-        .where(ingested_events.c.channel == src.c.channel, ingested_events.c.external_ref == src.c.external_ref)
-        .values(lead_id=src.c.lead_id, outcome=src.c.outcome)
+        .where(ingested_events.c.channel == settled.c.channel, ingested_events.c.external_ref == settled.c.external_ref)
+        .values(lead_id=settled.c.lead_id, outcome=settled.c.outcome)
+        .add_cte(attribute.cte("new_attributions"))
     )
 
 

@@ -67,7 +67,24 @@ def open_intake(
     The duplicate check must stay a later statement: under READ COMMITTED a statement sees what was
     committed when it began, so a check in this statement would not see the lead of the create it waited for.
     """
-    keys = dedup_lock_keys(organization_id, email, phone)
+    return _open(conn, organization_id, dedup_lock_keys(organization_id, email, phone))
+
+
+def open_batch_intake(
+    conn: Connection, organization_id: uuid.UUID, people: list[tuple[str | None, str | None]]
+) -> IntakeContext | None:
+    """`open_intake` for every (email, phone) of a batch of one organization's leads: all their person locks,
+    in one global order (as `lock_people`), and the organization's data, in one statement."""
+    return _open(conn, organization_id, _all_keys([(organization_id, email, phone) for email, phone in people]))
+
+
+def _all_keys(people: list[tuple[uuid.UUID, str | None, str | None]]) -> list[int]:
+    return sorted(
+        {key for organization_id, email, phone in people for key in dedup_lock_keys(organization_id, email, phone)}
+    )
+
+
+def _open(conn: Connection, organization_id: uuid.UUID, keys: list[int]) -> IntakeContext | None:
     stage = first_new_stage_of_default(organization_id).lateral("default_stage")
     row = conn.execute(
         select(
@@ -108,9 +125,7 @@ def lock_people(conn: Connection, people: list[tuple[uuid.UUID, str | None, str 
     """`lock_person` for every (organization, email, phone) of a batch, in one statement and one global
     order: a batch holds its people's locks until it ends, so two batches sharing people queue up on the
     first key they share instead of each holding what the other waits for."""
-    keys = sorted(
-        {key for organization_id, email, phone in people for key in dedup_lock_keys(organization_id, email, phone)}
-    )
+    keys = _all_keys(people)
     if keys:
         conn.execute(select(*(func.pg_advisory_xact_lock(key) for key in keys)))
 
