@@ -75,8 +75,12 @@ def lead_batch(records: list[dict[str, Any]]) -> Iterator[None]:
             deliveries.append(delivery)
             owners.append(record["messageId"])
     if deliveries:
-        for owner, result in zip(owners, ingest_deliveries(deliveries), strict=True):
-            _batched.setdefault(owner, []).append(result)
+        try:
+            for owner, result in zip(owners, ingest_deliveries(deliveries), strict=True):
+                _batched.setdefault(owner, []).append(result)
+        except Exception as error:  # then each record is taken in by its own handler, as before batches
+            _batched.clear()
+            logger.warning("the batch's leads could not be taken in together", extra={"error": type(error).__name__})
     try:
         yield
     finally:

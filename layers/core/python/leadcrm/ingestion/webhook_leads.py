@@ -151,14 +151,19 @@ def ingest_deliveries(deliveries: Sequence[Delivery]) -> list[Ingested | Excepti
     if len(pending) > 1:
         try:
             results_of_batch = _ingest_together(pending)
-        except Exception:
-            logger.warning("a batch of webhook leads failed; each is taken in alone", exc_info=True)
+        except Exception as error:  # its type only: a database error's text can quote row values
+            logger.warning(
+                "a batch of webhook leads failed; each is taken in alone",
+                extra={"error": type(error).__name__, "deliveries": len(pending)},
+            )
             results_of_batch = {index: _alone(index, routable) for index, routable in pending.items()}
     else:
         results_of_batch = {index: _alone(index, routable) for index, routable in pending.items()}
     for index, result in results_of_batch.items():
         results[index] = result
-    return [result for result in results if result is not None]
+    answered = [result for result in results if result is not None]
+    assert len(answered) == len(deliveries), "every delivery has its outcome"
+    return answered
 
 
 def _only(results: list[Ingested | Exception]) -> Ingested:
