@@ -196,3 +196,31 @@ def test_a_lead_that_fails_for_now_fails_only_its_record_and_is_taken_in_on_rede
     monkeypatch.undo()
     assert deliver(failing) == {"batchItemFailures": []}
     assert counts(owner.org_id) == {"leads": 4, "attributions": 4, "tasks": 4, "receipts": 4}
+
+
+def test_two_batches_of_the_same_people_in_opposite_orders_at_once_make_one_lead_per_person(
+    owner, page, monkeypatch, caplog
+):
+    """Two batches of the same people at once: one lead per person, the other delivery of each a duplicate of
+    it, and neither batch retaken lead by lead (the person locks are taken in one global order)."""
+    from leadcrm.ingestion.rules.meta import FetchedMetaLead
+    from leadcrm.ingestion.webhook_leads import Outcome, ingest_deliveries
+    from tests.support.concurrency import run_together
+    from tests.support.ingestion_helpers import wide_pool
+
+    def fetched(i: int) -> FetchedMetaLead:
+        leadgen_id = fresh_id()
+        # a hook of its own: the two batches wait for each other on nothing before the person locks
+        lead = graph_lead(leadgen_id, email=f"same{i}@example.com", phone=f"+4477009002{i:02d}", form_id=fresh_id())
+        return FetchedMetaLead(LeadgenChange(page_id=page, leadgen_id=leadgen_id), lead)
+
+    first = [fetched(i) for i in range(5)]
+    second = [fetched(i) for i in reversed(range(5))]
+    with wide_pool(monkeypatch):
+        results, errors = run_together([lambda: ingest_deliveries(first), lambda: ingest_deliveries(second)])
+
+    assert errors == [None, None]
+    assert "a batch of webhook leads failed" not in caplog.text  # no deadlock, no retake lead by lead
+    outcomes = sorted(r.outcome for batch in results for r in batch)
+    assert outcomes == [Outcome.CREATED] * 5 + [Outcome.DUPLICATE] * 5
+    assert counts(owner.org_id) == {"leads": 5, "attributions": 10, "tasks": 5, "receipts": 10}
