@@ -201,6 +201,7 @@ def bench_meta(count: int) -> dict[str, Any]:
     created = _count_leads(actor.organization_id)
     baseline_actor, baseline_placement = _organization(f"Bench Meta baseline {run}")
     raw_seconds = _raw_single_row_inserts(baseline_placement, baseline_actor.organization_id, people)
+    whatsapp = _bench_whatsapp(count, run, raw_seconds)
     return {
         "leads": count,
         "created": created,
@@ -209,6 +210,57 @@ def bench_meta(count: int) -> dict[str, Any]:
         "handlerLeadsPerSecond": round(count / handler_seconds, 1),
         "rawSingleRowInsertSeconds": round(raw_seconds, 2),
         "rawLeadsPerSecond": round(count / raw_seconds, 1),
+        "ratio": round(raw_seconds / handler_seconds, 3),
+        "target": META_RATIO_TARGET,
+        "whatsapp": whatsapp,
+    }
+
+
+def _bench_whatsapp(count: int, run: str, raw_seconds: float) -> dict[str, Any]:
+    """The same people as click-to-WhatsApp messages (one `whatsapp` webhook each, SQS batches of 10) through
+    the same handler, against the same raw loop (the target applies to both)."""
+    from ingestion.handler import lambda_handler
+    from leadcrm.ingestion.connections import connect
+    from leadcrm.platform.db.uow import UnitOfWork
+
+    actor, _ = _organization(f"Bench WhatsApp {run}")
+    phone_number_id = str(uuid.uuid4().int)[:15]
+    with UnitOfWork() as uow:
+        connect(uow, actor, "whatsapp_cloud", phone_number_id, "bench-waba-token", "Bench number")
+    bodies = []
+    for i in range(count):
+        message = {
+            "from": f"4478{i:08d}",
+            "id": f"wamid.{run}{i:09d}",
+            "timestamp": "1767225600",
+            "type": "text",
+            "text": {"body": "Hi, I saw your ad"},
+            "referral": {"source_id": f"ad{i % 50}", "source_type": "ad", "headline": f"Ad {i % 50}",
+                         "ctwa_clid": f"clid{run}{i:09d}"},
+        }  # fmt: skip
+        value = {
+            "messaging_product": "whatsapp",
+            "metadata": {"display_phone_number": "15550783881", "phone_number_id": phone_number_id},
+            "contacts": [{"profile": {"name": f"Person {i}"}, "wa_id": message["from"]}],
+            "messages": [message],
+        }
+        payload = {
+            "object": "whatsapp_business_account",
+            "entry": [{"id": "1", "changes": [{"field": "messages", "value": value}]}],
+        }
+        bodies.append({"kind": "whatsapp", "receivedAt": "2026-01-01T10:00:00+00:00", "payload": payload})
+    failures = 0
+    started = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        for event in _sqs_batches(bodies):
+            failures += len(lambda_handler(event, _context("ingestion"))["batchItemFailures"])
+    handler_seconds = time.perf_counter() - started
+    return {
+        "leads": count,
+        "created": _count_leads(actor.organization_id),
+        "failedMessages": failures,
+        "handlerSeconds": round(handler_seconds, 2),
+        "handlerLeadsPerSecond": round(count / handler_seconds, 1),
         "ratio": round(raw_seconds / handler_seconds, 3),
         "target": META_RATIO_TARGET,
     }

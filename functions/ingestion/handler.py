@@ -1,7 +1,9 @@
 """Ingestion consumer: SQS batches from the webhook receiver (Meta leadgen, WhatsApp) and SES inbound mail.
 
 Each record is handled on its own; a failure is reported back (ReportBatchItemFailures) so only that
-record is retried and, after maxReceiveCount, lands in the DLQ.
+record is retried and, after maxReceiveCount, lands in the DLQ. The batch's Meta leads and WhatsApp messages
+are taken in together first, in one unit of work (processors.lead_batch); their records then settle their
+own outcome, so a lead that failed still fails only its record.
 """
 
 from __future__ import annotations
@@ -53,6 +55,8 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     logger.info("ingestion message received", extra={"messageId": record.message_id, **summary})
     if summary["kind"] == "email.inbound":
         receive_from_s3(summary["bucket"], summary["key"])
+    elif processors.batched(record.message_id):
+        pass  # taken in with its batch (processors.lead_batch): its outcomes are counted, its failure raised
     elif (process := PROCESSORS.get(summary["kind"])) is not None:
         process(body, lambda_context)
     return summary
@@ -61,8 +65,9 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
 @instrumented()  # each record's lines carry its message id (rejecting_permanent)
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     try:
-        return process_partial_response(
-            event=event, record_handler=record_handler, processor=processor, context=context
-        )
+        with processors.lead_batch(event.get("Records") or []):
+            return process_partial_response(
+                event=event, record_handler=record_handler, processor=processor, context=context
+            )
     finally:
         processors.flush_metrics()

@@ -3,11 +3,17 @@
 Every webhook delivery ends in one outcome per lead it carried (created, reopened, duplicate, replayed, or
 dropped: no active connection, organic WhatsApp message). Each outcome is counted (a CloudWatch metric,
 `Ingestion.<channel>.<outcome>`) and logged with ids only.
+
+The Meta leads and WhatsApp messages of one SQS batch are taken in together (`lead_batch`, one unit of work:
+`leadcrm.ingestion.webhook_leads.ingest_deliveries`) before the records are handled one by one; each record
+then settles what happened to its own leads (`batched`), so a record whose lead failed is reported alone.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -15,7 +21,15 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from leadcrm.ingestion.csv_import_runner import run_import
 from leadcrm.ingestion.rules.meta import fetched_lead_from_payload, whatsapp_messages
-from leadcrm.ingestion.webhook_leads import DROPPED, Ingested, ingest_meta_lead, ingest_whatsapp_message
+from leadcrm.ingestion.webhook_leads import (
+    DROPPED,
+    Delivery,
+    Ingested,
+    ingest_deliveries,
+    ingest_meta_lead,
+    ingest_whatsapp_message,
+)
+from leadcrm.platform import json_limits
 from leadcrm.platform.adapters import webhook_bodies
 from leadcrm.platform.adapters.ingestion_queue import forward_to_graph_fetch
 from leadcrm.platform.failures import json_object, reading
@@ -44,6 +58,61 @@ def whatsapp(body: dict[str, Any], context: Any) -> None:
         messages = whatsapp_messages(json_object(webhook_bodies.payload_of(body), "the payload"))
     for message in messages:
         count(ingest_whatsapp_message(message))
+
+
+# What the batch's leads became, per SQS message id (filled by `lead_batch`, read by `batched`).
+_batched: dict[str, list[Ingested | Exception]] = {}
+
+
+@contextmanager
+def lead_batch(records: list[dict[str, Any]]) -> Iterator[None]:
+    """Take in every Meta lead and WhatsApp message of an SQS batch in one unit of work, for the records'
+    handlers to settle. A record that does not read as one is left to its handler, which rejects it."""
+    deliveries: list[Delivery] = []
+    owners: list[str] = []
+    for record in records:
+        for delivery in _deliveries_of(record):
+            deliveries.append(delivery)
+            owners.append(record["messageId"])
+    if deliveries:
+        try:
+            for owner, result in zip(owners, ingest_deliveries(deliveries), strict=True):
+                _batched.setdefault(owner, []).append(result)
+        except Exception as error:  # then each record is taken in by its own handler, as before batches
+            _batched.clear()
+            logger.warning("the batch's leads could not be taken in together", extra={"error": type(error).__name__})
+    try:
+        yield
+    finally:
+        _batched.clear()
+
+
+def batched(message_id: str) -> bool:
+    """Settle a record whose leads `lead_batch` took in: count each outcome, raise the first failure.
+    False when the record was not one of them."""
+    results = _batched.pop(message_id, None)
+    if results is None:
+        return False
+    for result in results:
+        if isinstance(result, Ingested):
+            count(result)
+    for result in results:
+        if isinstance(result, Exception):
+            raise result
+    return True
+
+
+def _deliveries_of(record: dict[str, Any]) -> list[Delivery]:
+    """The leads a record carries, or none when it is no Meta lead or WhatsApp webhook or does not read."""
+    try:
+        body = json_object(json_limits.loads(record["body"]), "the SQS body")
+        if body.get("kind") == "meta.lead":
+            return [fetched_lead_from_payload(json_object(body.get("payload"), "the payload"))]
+        if body.get("kind") == "whatsapp":
+            return list(whatsapp_messages(json_object(webhook_bodies.payload_of(body), "the payload")))
+    except Exception:  # the record's handler reads it again, and rejects it with the reason
+        return []
+    return []
 
 
 def lead_import(body: dict[str, Any], context: Any) -> None:

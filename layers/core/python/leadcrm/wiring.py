@@ -31,7 +31,13 @@ from leadcrm.conversations.jobs import APPLIED_EVENTS_RETENTION
 from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
 from leadcrm.ingestion.jobs import CLAIMS_RETENTION
 from leadcrm.leads import rate_limits
-from leadcrm.leads.messages import LeadBecameMember, LeadCreated, LeadErasing, ScoringInputsChanged
+from leadcrm.leads.messages import (
+    LeadBecameMember,
+    LeadCreated,
+    LeadErasing,
+    LeadsCreated,
+    ScoringInputsChanged,
+)
 from leadcrm.platform import idempotency, messagebus, outbox
 from leadcrm.platform.retention import Retention, run_cleanup
 
@@ -85,6 +91,7 @@ def replay_held_events(conn: Connection, message: HeldEventsReleased) -> bool:
 
 IN_PROCESS: tuple[tuple[type, Callable[[Connection, Any], Any]], ...] = (
     (LeadCreated, Deferred("leadcrm.work.reactions", "contact_task_for_new_lead")),
+    (LeadsCreated, Deferred("leadcrm.work.reactions", "contact_tasks_for_new_leads")),
     (ScoringInputsChanged, Deferred("leadcrm.qualification.reactions", "rescore_changed_leads")),
     (LeadErasing, Deferred("leadcrm.qualification.reactions", "same_person_as_erased_lead")),
     (LeadErasing, Deferred("leadcrm.deals.reactions", "forget_person_on_deals")),

@@ -17,7 +17,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, func, select, update
+from sqlalchemy import Connection, func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.directory.rules import Actor
@@ -185,6 +185,34 @@ def active_connection(conn: Connection, provider: str, external_account_id: str)
     if row is None or not row["secret_arn"]:
         return None
     return ActiveConnection(id=row["id"], organization_id=row["organization_id"], secret_arn=row["secret_arn"])
+
+
+def active_connections(conn: Connection, accounts: set[tuple[str, str]]) -> dict[tuple[str, str], ActiveConnection]:
+    """`active_connection` for every (provider, external_account_id) of a batch, in one statement; an
+    account without an active connection holding a token is left out."""
+    if not accounts:
+        return {}
+    rows = conn.execute(
+        select(
+            integration_connections.c.id,
+            integration_connections.c.organization_id,
+            integration_connections.c.provider,
+            integration_connections.c.external_account_id,
+            integration_connections.c.secret_arn,
+        ).where(
+            tuple_(integration_connections.c.provider, integration_connections.c.external_account_id).in_(
+                sorted(accounts)
+            ),
+            integration_connections.c.status == ACTIVE,
+        )
+    ).all()
+    return {
+        (row.provider, row.external_account_id): ActiveConnection(
+            id=row.id, organization_id=row.organization_id, secret_arn=row.secret_arn
+        )
+        for row in rows
+        if row.secret_arn
+    }
 
 
 def _active_row(conn: Connection, provider: str, external_account_id: str, *, lock: bool) -> dict[str, Any] | None:

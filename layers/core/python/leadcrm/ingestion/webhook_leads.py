@@ -5,20 +5,29 @@ closed lead reopened, the auto-task, `lead.created`), under a natural key claime
 (`ingested_events`: leadgen_id, ctwa_clid or wamid). A redelivery finds the claim and writes nothing; a
 concurrent one waits on the key until the first commits, then finds it. Every lead gets its campaign hook
 and one `lead_attributions` row (ad, ad set, form, campaign, platform, external ref).
+
+One SQS batch is one unit of work (`ingest_deliveries`): each delivery is read in Python first (bad data
+fails that delivery alone), then the batch is routed in one statement, claims its natural keys in one,
+mints its campaign hooks in two, takes every person lock in one (one global order: batches sharing people
+queue, never deadlock), takes each lead in through `intake_lead` in order (so two leads of one person in a
+batch dedup against each other exactly as in two batches), writes the attributions and claim outcomes in
+one statement each, commits and publishes once. Should the batch's transaction fail, each delivery is
+taken in again in a transaction of its own, so only the one at fault fails.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, insert, update
+from sqlalchemy import Connection, Text, Uuid, insert, literal, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
-from leadcrm.ingestion.connections import active_connection
+from leadcrm.ingestion.connections import ActiveConnection, active_connections
 from leadcrm.ingestion.rules.meta import (
     META_CHANNEL,
     META_PROVIDER,
@@ -33,10 +42,13 @@ from leadcrm.ingestion.rules.meta import (
 )
 from leadcrm.ingestion.tables import ingested_events, lead_attributions
 from leadcrm.leads.activity import record_activity
-from leadcrm.leads.campaigns import find_or_create_campaign
+from leadcrm.leads.batch_intake import Arrival, intake_many
+from leadcrm.leads.campaigns import find_or_create_campaigns
 from leadcrm.leads.capture import RESUBMITTED_ACTIVITY
+from leadcrm.leads.dedup import IntakeContext, lock_people, open_batch_intake, open_intake
 from leadcrm.leads.intake import DuplicateLead, NewLead, intake_lead, record_receipt
 from leadcrm.leads.rules.returning import ReturnVia
+from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.ids import uuid7
 
@@ -88,19 +100,102 @@ class WebhookLead:
     received: dict[str, Any]
 
 
-# --- Meta Lead Ads (G6) ----------------------------------------------------------------------------------
+Delivery = FetchedMetaLead | WhatsAppMessage
+ATTRIBUTION_FIELDS = ("platform", "external_campaign_id", "external_campaign_name", "adset_id", "ad_id", "form_id")
+
+
+@dataclass(frozen=True)
+class _Routable:
+    """A delivery read into its lead, waiting for the connection of the account it came to."""
+
+    provider: str
+    account_id: str
+    lead: WebhookLead
+
+
+@dataclass(frozen=True)
+class _Routed:
+    organization_id: uuid.UUID
+    lead: WebhookLead
+
+
+# --- one delivery, one batch ----------------------------------------------------------------------------
 
 
 def ingest_meta_lead(fetched: FetchedMetaLead) -> Ingested:
-    """One fetched Lead Ads lead (the graph_fetch function read it from Graph): route by page, take it in.
+    """One fetched Lead Ads lead (the graph_fetch function read it from Graph): a batch of one.
     Nothing here calls Graph: the ingestion function runs in the VPC without internet access."""
+    return _only(ingest_deliveries([fetched]))
+
+
+def ingest_whatsapp_message(message: WhatsAppMessage) -> Ingested:
+    """One inbound message: only a click-to-WhatsApp referral makes a lead; organic messages are dropped."""
+    return _only(ingest_deliveries([message]))
+
+
+def ingest_deliveries(deliveries: Sequence[Delivery]) -> list[Ingested | Exception]:
+    """Every delivery of an SQS batch in one unit of work (see the module's docstring). Per delivery, in
+    order: what happened to it, or the error it failed with (returned, not raised: the caller reports it)."""
+    results: list[Ingested | Exception | None] = [None] * len(deliveries)
+    pending: dict[int, _Routable] = {}
+    for index, delivery in enumerate(deliveries):
+        try:
+            read = _read(delivery)
+        except Exception as error:  # bad data: this delivery fails alone
+            results[index] = error
+            continue
+        if isinstance(read, Ingested):
+            results[index] = read
+        else:
+            pending[index] = read
+    if len(pending) > 1:
+        try:
+            results_of_batch = _ingest_together(pending)
+        except Exception as error:  # its type only: a database error's text can quote row values
+            logger.warning(
+                "a batch of webhook leads failed; each is taken in alone",
+                extra={"error": type(error).__name__, "deliveries": len(pending)},
+            )
+            results_of_batch = {index: _alone(index, routable) for index, routable in pending.items()}
+    else:
+        results_of_batch = {index: _alone(index, routable) for index, routable in pending.items()}
+    for index, result in results_of_batch.items():
+        results[index] = result
+    answered = [result for result in results if result is not None]
+    assert len(answered) == len(deliveries), "every delivery has its outcome"
+    return answered
+
+
+def _only(results: list[Ingested | Exception]) -> Ingested:
+    (result,) = results
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def _alone(index: int, routable: _Routable) -> Ingested | Exception:
+    try:
+        return _ingest_together({index: routable})[index]
+    except Exception as error:
+        return error
+
+
+def _read(delivery: Delivery) -> Ingested | _Routable:
+    """A delivery in Python terms, before any I/O: the lead it makes, or why it makes none."""
+    if isinstance(delivery, FetchedMetaLead):
+        return _Routable(META_PROVIDER, delivery.change.page_id, _meta_lead(delivery))
+    if delivery.referral is None:
+        return Ingested(WHATSAPP_CHANNEL, delivery.wamid, Outcome.ORGANIC)
+    return _Routable(WHATSAPP_PROVIDER, delivery.phone_number_id, _whatsapp_lead(delivery))
+
+
+# --- Meta Lead Ads (G6) ----------------------------------------------------------------------------------
+
+
+def _meta_lead(fetched: FetchedMetaLead) -> WebhookLead:
     change, graph_lead = fetched.change, fetched.graph_lead
-    with UnitOfWork() as uow:
-        connection = active_connection(uow.connection, META_PROVIDER, change.page_id)
-    if connection is None:
-        return Ingested(META_CHANNEL, change.leadgen_id, Outcome.NO_CONNECTION)
     mapped = map_meta_lead(graph_lead)
-    lead = WebhookLead(
+    return WebhookLead(
         channel=META_CHANNEL,
         external_ref=change.leadgen_id,
         via=ReturnVia.META,
@@ -116,22 +211,15 @@ def ingest_meta_lead(fetched: FetchedMetaLead) -> Ingested:
         },
         received={"leadgenId": change.leadgen_id, "pageId": change.page_id, "lead": graph_lead},
     )
-    return ingest(connection.organization_id, lead)
 
 
 # --- click-to-WhatsApp (G7) ------------------------------------------------------------------------------
 
 
-def ingest_whatsapp_message(message: WhatsAppMessage) -> Ingested:
-    """One inbound message: only a click-to-WhatsApp referral makes a lead; organic messages are dropped."""
-    if message.referral is None:
-        return Ingested(WHATSAPP_CHANNEL, message.wamid, Outcome.ORGANIC)
-    with UnitOfWork() as uow:
-        connection = active_connection(uow.connection, WHATSAPP_PROVIDER, message.phone_number_id)
-    if connection is None:
-        return Ingested(WHATSAPP_CHANNEL, message.external_ref, Outcome.NO_CONNECTION)
+def _whatsapp_lead(message: WhatsAppMessage) -> WebhookLead:
     referral = message.referral
-    lead = WebhookLead(
+    assert referral is not None  # organic messages were dropped by the caller
+    return WebhookLead(
         channel=WHATSAPP_CHANNEL,
         external_ref=message.external_ref,
         via=ReturnVia.WHATSAPP,
@@ -155,65 +243,206 @@ def ingest_whatsapp_message(message: WhatsAppMessage) -> Ingested:
             },
         },
     )
-    return ingest(connection.organization_id, lead)
 
 
 # --- the shared intake -----------------------------------------------------------------------------------
 
 
-def ingest(organization_id: uuid.UUID, lead: WebhookLead) -> Ingested:
-    """Claim the natural key, take the lead in through `intake_lead`, attribute it; one transaction."""
+def _ingest_together(pending: dict[int, _Routable]) -> dict[int, Ingested]:
+    """Route, claim, hook, lock, take in and attribute the pending deliveries; one transaction."""
+    results: dict[int, Ingested] = {}
     with UnitOfWork() as uow:
         conn = uow.connection
-        if not _claim(conn, organization_id, lead.channel, lead.external_ref):
-            return Ingested(lead.channel, lead.external_ref, Outcome.REPLAYED, organization_id)
-        campaign_id = find_or_create_campaign(conn, organization_id, lead.channel, *lead.hook) if lead.hook else None
-        new = replace(lead.new, campaign_id=campaign_id)
-        try:
-            intake = intake_lead(
-                uow,
-                organization_id,
-                new,
-                actor_user_id=None,
-                channel=lead.channel,
-                received=lead.received,
-                via=lead.via,
-            )
-            lead_id, outcome = intake.lead["id"], Outcome(intake.outcome.value)
-        except DuplicateLead as duplicate:
-            lead_id, outcome = duplicate.existing.id, Outcome.DUPLICATE
-            if not duplicate.existing.suppressed:  # a pseudonymized person: nothing of what they sent is kept
-                _record_resubmission(conn, organization_id, lead_id, lead, campaign_id)
-        conn.execute(
-            insert(lead_attributions).values(
-                id=uuid7(),
-                organization_id=organization_id,
-                lead_id=lead_id,
-                channel=lead.channel,
-                campaign_id=campaign_id,
-                external_ref=lead.external_ref,
-                **{k: (str(v) if v is not None else None) for k, v in lead.attribution.items()},
-            )
-        )
-        conn.execute(
-            update(ingested_events)
-            .where(ingested_events.c.channel == lead.channel, ingested_events.c.external_ref == lead.external_ref)
-            .values(lead_id=lead_id, outcome=outcome.value)
-        )
+        connections = active_connections(conn, {(p.provider, p.account_id) for p in pending.values()})
+        routed: dict[int, _Routed] = {}
+        for index, routable in pending.items():
+            connection: ActiveConnection | None = connections.get((routable.provider, routable.account_id))
+            if connection is None:
+                results[index] = Ingested(routable.lead.channel, routable.lead.external_ref, Outcome.NO_CONNECTION)
+            else:
+                routed[index] = _Routed(connection.organization_id, routable.lead)
+        claimed = _claim_all(conn, routed)
+        for index, item in routed.items():
+            if index not in claimed:
+                results[index] = Ingested(
+                    item.lead.channel, item.lead.external_ref, Outcome.REPLAYED, item.organization_id
+                )
+        owned = {index: routed[index] for index in sorted(claimed)}
+        if owned:
+            hooks = _campaign_hooks(conn, owned.values())
+            contexts = _open_intakes(conn, owned.values())
+            campaigns = {index: _campaign_of(item, hooks) for index, item in owned.items()}
+            taken: dict[int, tuple[uuid.UUID, Outcome]] = {}
+            for organization_id in contexts:
+                mine = {index: item for index, item in owned.items() if item.organization_id == organization_id}
+                taken.update(_take_in_all(uow, organization_id, mine, campaigns, contexts[organization_id]))
+            attributions = []
+            for index, item in owned.items():
+                lead_id, outcome = taken[index]
+                attributions.append(_attribution_row(item, lead_id, campaigns[index]))
+                results[index] = Ingested(
+                    item.lead.channel, item.lead.external_ref, outcome, item.organization_id, lead_id
+                )
+            _attribute_and_settle(conn, attributions, [results[index] for index in owned])
         uow.commit()
-    return Ingested(lead.channel, lead.external_ref, outcome, organization_id, lead_id)
+    return results
 
 
-def _claim(conn: Connection, organization_id: uuid.UUID, channel: str, external_ref: str) -> bool:
-    """True when this transaction owns the delivery. A concurrent claimant waits here on the primary key
-    until the owner commits (then it is a replay) or rolls back (then it owns it)."""
-    claimed = conn.execute(
+def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
+    """The deliveries this transaction owns, claimed in one statement in key order (two batches sharing keys
+    queue on the first they share). A concurrent claimant waits on the primary key until the owner commits
+    (then it is a replay) or rolls back (then it owns it). A key twice in the batch: its first delivery."""
+    first: dict[tuple[str, str], int] = {}
+    for index, item in routed.items():
+        first.setdefault((item.lead.channel, item.lead.external_ref), index)
+    if not first:
+        return set()
+    claims = [
+        {"channel": channel, "external_ref": ref, "organization_id": routed[first[channel, ref]].organization_id}
+        for channel, ref in sorted(first)
+    ]
+    src = recordset("claims", "claims", claims, {"channel": Text, "external_ref": Text, "organization_id": Uuid})
+    rows = conn.execute(
         pg_insert(ingested_events)
-        .values(channel=channel, external_ref=external_ref, organization_id=organization_id, outcome="created")
+        .from_select(
+            ["channel", "external_ref", "organization_id", "outcome"],
+            select(src.c.channel, src.c.external_ref, src.c.organization_id, literal(Outcome.CREATED.value))
+            .select_from(src)
+            .order_by(src.c.channel, src.c.external_ref),
+        )
         .on_conflict_do_nothing(index_elements=["channel", "external_ref"])
-        .returning(ingested_events.c.external_ref)
-    ).first()
-    return claimed is not None
+        .returning(ingested_events.c.channel, ingested_events.c.external_ref)
+    ).all()
+    return {first[row.channel, row.external_ref] for row in rows}
+
+
+def _campaign_hooks(conn: Connection, owned: Any) -> dict[tuple[uuid.UUID, str, str], uuid.UUID]:
+    """Every hook the batch's leads name, found or minted: two statements per organization and channel."""
+    wanted: dict[tuple[uuid.UUID, str], dict[str, str]] = {}
+    for item in owned:
+        if item.lead.hook is not None:
+            ref, name = item.lead.hook
+            wanted.setdefault((item.organization_id, item.lead.channel), {}).setdefault(ref, name)
+    found: dict[tuple[uuid.UUID, str, str], uuid.UUID] = {}
+    for (organization_id, channel), hooks in sorted(wanted.items(), key=lambda kv: (str(kv[0][0]), kv[0][1])):
+        for ref, campaign_id in find_or_create_campaigns(conn, organization_id, channel, hooks).items():
+            found[organization_id, channel, ref] = campaign_id
+    return found
+
+
+def _open_intakes(conn: Connection, owned: Any) -> dict[uuid.UUID, IntakeContext | None]:
+    """Every person lock of the batch, then what intake reads of each organization: one statement for a
+    batch of one organization (the usual), else the locks of all in one global order first."""
+    items = list(owned)
+    organizations = sorted({item.organization_id for item in items}, key=str)
+    if len(organizations) == 1:
+        people = [(item.lead.new.email, item.lead.new.phone) for item in items]
+        return {organizations[0]: open_batch_intake(conn, organizations[0], people)}
+    lock_people(conn, [(item.organization_id, item.lead.new.email, item.lead.new.phone) for item in items])
+    return {org: open_intake(conn, org, None, None) for org in organizations}
+
+
+def _campaign_of(item: _Routed, hooks: dict[tuple[uuid.UUID, str, str], uuid.UUID]) -> uuid.UUID | None:
+    return hooks[item.organization_id, item.lead.channel, item.lead.hook[0]] if item.lead.hook else None
+
+
+def _take_in_all(
+    uow: UnitOfWork,
+    organization_id: uuid.UUID,
+    items: dict[int, _Routed],
+    campaigns: dict[int, uuid.UUID | None],
+    context: IntakeContext | None,
+) -> dict[int, tuple[uuid.UUID, Outcome]]:
+    """One organization's leads through `intake_many` (created or reopened), else the person's lead each
+    duplicates: kept on a receipt and the timeline (`_record_resubmission`)."""
+    if context is None or len(items) == 1:  # one lead: the create every entry point shares, as it is
+        return {index: _take_in(uow, item, campaigns[index], context) for index, item in items.items()}
+    arrivals = [
+        Arrival(
+            replace(item.lead.new, campaign_id=campaigns[index]), item.lead.channel, item.lead.received, item.lead.via
+        )
+        for index, item in items.items()
+    ]
+    taken = {}
+    for (index, item), intake in zip(
+        items.items(), intake_many(uow, organization_id, arrivals, context=context), strict=True
+    ):
+        if isinstance(intake, DuplicateLead):
+            if not intake.existing.suppressed:  # a pseudonymized person: nothing of what they sent is kept
+                _record_resubmission(uow.connection, organization_id, intake.existing.id, item.lead, campaigns[index])
+            taken[index] = (intake.existing.id, Outcome.DUPLICATE)
+        else:
+            taken[index] = (intake.lead["id"], Outcome(intake.outcome.value))
+    return taken
+
+
+def _take_in(
+    uow: UnitOfWork, item: _Routed, campaign_id: uuid.UUID | None, context: IntakeContext | None
+) -> tuple[uuid.UUID, Outcome]:
+    """One lead through `intake_lead` (created or reopened), else the person's lead it duplicates."""
+    lead = item.lead
+    try:
+        intake = intake_lead(
+            uow,
+            item.organization_id,
+            replace(lead.new, campaign_id=campaign_id),
+            actor_user_id=None,
+            channel=lead.channel,
+            received=lead.received,
+            via=lead.via,
+            context=context,
+        )
+        return intake.lead["id"], Outcome(intake.outcome.value)
+    except DuplicateLead as duplicate:
+        if not duplicate.existing.suppressed:  # a pseudonymized person: nothing of what they sent is kept
+            _record_resubmission(uow.connection, item.organization_id, duplicate.existing.id, lead, campaign_id)
+        return duplicate.existing.id, Outcome.DUPLICATE
+
+
+def _attribution_row(item: _Routed, lead_id: uuid.UUID, campaign_id: uuid.UUID | None) -> dict[str, Any]:
+    attribution = item.lead.attribution
+    return {
+        "id": uuid7(),
+        "organization_id": item.organization_id,
+        "lead_id": lead_id,
+        "channel": item.lead.channel,
+        "campaign_id": campaign_id,
+        "external_ref": item.lead.external_ref,
+        **{k: (str(attribution[k]) if attribution.get(k) is not None else None) for k in ATTRIBUTION_FIELDS},
+    }
+
+
+_ATTRIBUTION_COLUMNS = {
+    "id": Uuid,
+    "organization_id": Uuid,
+    "lead_id": Uuid,
+    "channel": Text,
+    "campaign_id": Uuid,
+    "external_ref": Text,
+    **dict.fromkeys(ATTRIBUTION_FIELDS, Text),
+}
+
+
+def _attribute_and_settle(conn: Connection, attributions: list[dict[str, Any]], results: list[Ingested]) -> None:
+    """Every attribution of the batch, and what each owned claim became (its lead and outcome), in one
+    statement (recordsets: compiled once, whatever the batch's size)."""
+    src = recordset("attributions", "attributions", attributions, _ATTRIBUTION_COLUMNS)
+    attribute = insert(lead_attributions).from_select(
+        list(_ATTRIBUTION_COLUMNS), select(*(src.c[name] for name in _ATTRIBUTION_COLUMNS)).select_from(src)
+    )
+    rows = [
+        {"channel": r.channel, "external_ref": r.external_ref, "lead_id": str(r.lead_id), "outcome": r.outcome.value}
+        for r in results
+    ]
+    settled = recordset(
+        "settled_claims", "settled", rows, {"channel": Text, "external_ref": Text, "lead_id": Uuid, "outcome": Text}
+    )
+    conn.execute(
+        update(ingested_events)
+        .where(ingested_events.c.channel == settled.c.channel, ingested_events.c.external_ref == settled.c.external_ref)
+        .values(lead_id=settled.c.lead_id, outcome=settled.c.outcome)
+        .add_cte(attribute.cte("new_attributions"))
+    )
 
 
 def _record_resubmission(

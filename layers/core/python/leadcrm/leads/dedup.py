@@ -67,7 +67,24 @@ def open_intake(
     The duplicate check must stay a later statement: under READ COMMITTED a statement sees what was
     committed when it began, so a check in this statement would not see the lead of the create it waited for.
     """
-    keys = dedup_lock_keys(organization_id, email, phone)
+    return _open(conn, organization_id, dedup_lock_keys(organization_id, email, phone))
+
+
+def open_batch_intake(
+    conn: Connection, organization_id: uuid.UUID, people: list[tuple[str | None, str | None]]
+) -> IntakeContext | None:
+    """`open_intake` for every (email, phone) of a batch of one organization's leads: all their person locks,
+    in one global order (as `lock_people`), and the organization's data, in one statement."""
+    return _open(conn, organization_id, _all_keys([(organization_id, email, phone) for email, phone in people]))
+
+
+def _all_keys(people: list[tuple[uuid.UUID, str | None, str | None]]) -> list[int]:
+    return sorted(
+        {key for organization_id, email, phone in people for key in dedup_lock_keys(organization_id, email, phone)}
+    )
+
+
+def _open(conn: Connection, organization_id: uuid.UUID, keys: list[int]) -> IntakeContext | None:
     stage = first_new_stage_of_default(organization_id).lateral("default_stage")
     row = conn.execute(
         select(
@@ -102,6 +119,87 @@ def lock_person(conn: Connection, organization_id: uuid.UUID, email: str | None,
     keys = dedup_lock_keys(organization_id, email, phone)
     if keys:
         conn.execute(select(*(func.pg_advisory_xact_lock(key) for key in keys)))
+
+
+def lock_people(conn: Connection, people: list[tuple[uuid.UUID, str | None, str | None]]) -> None:
+    """`lock_person` for every (organization, email, phone) of a batch, in one statement and one global
+    order: a batch holds its people's locks until it ends, so two batches sharing people queue up on the
+    first key they share instead of each holding what the other waits for."""
+    keys = _all_keys(people)
+    if keys:
+        conn.execute(select(*(func.pg_advisory_xact_lock(key) for key in keys)))
+
+
+@dataclass
+class Candidate:
+    """A lead of the organization that may be one of a batch's people (`same_person_candidates`); its status
+    is kept current by the batch (a reopen changes it)."""
+
+    id: uuid.UUID
+    name: str | None
+    email: str | None
+    phone: str | None
+    status: str
+    archived_at: datetime | None
+    converted_membership_id: uuid.UUID | None
+
+    def as_existing(self) -> ExistingLead:
+        return ExistingLead(self.id, self.name, self.status, self.archived_at, self.converted_membership_id)
+
+
+def same_person_candidates(
+    conn: Connection, organization_id: uuid.UUID, people: list[tuple[str | None, str | None]]
+) -> list[Candidate]:
+    """`find_same_person`'s candidates for every (email, phone) of a batch in one statement, oldest first:
+    the organization's leads sharing an email (case-insensitive) or a phone's last seven digits with one of
+    them. Match each person with `match_candidate`; call `lock_people` first."""
+    emails, sevens = set(), set()
+    for email, phone in people:
+        if (email_key := normalized_email(email)) is not None:
+            emails.add(email_key)
+        last7 = last_seven_digits(phone)
+        if last7 is None:
+            last7 = phone_digits(phone)
+        if last7 is not None:
+            sevens.add(last7)
+    matches = []
+    if emails:
+        matches.append(func.lower(leads.c.email).in_(sorted(emails)))
+    if sevens:
+        matches.append(func.right(leads.c.phone_digits, 7).in_(sorted(sevens)))
+    if not matches:
+        return []
+    rows = conn.execute(
+        select(
+            leads.c.id,
+            leads.c.name,
+            leads.c.email,
+            leads.c.phone,
+            leads.c.status,
+            leads.c.archived_at,
+            leads.c.converted_membership_id,
+        )
+        .where(leads.c.organization_id == organization_id, or_(*matches))
+        .order_by(leads.c.created_at, leads.c.id)
+        .limit(CANDIDATE_LIMIT * len(people))
+    ).all()
+    return [Candidate(*row) for row in rows]
+
+
+def match_candidate(
+    candidates: list[Candidate], email: str | None, phone: str | None, region: str | None
+) -> Candidate | None:
+    """The oldest candidate with this email or this phone number (read in the organization's region), as
+    `find_same_person` matches them."""
+    email_key = normalized_email(email)
+    if email_key is None and phone_digits(phone) is None:
+        return None
+    for candidate in candidates:
+        if (email_key is not None and normalized_email(candidate.email) == email_key) or same_phone(
+            phone, candidate.phone, region
+        ):
+            return candidate
+    return None
 
 
 def find_same_person(

@@ -38,6 +38,19 @@ class CreationWrites:
 
 
 @dataclass(frozen=True)
+class LeadsCreated:
+    """Intake is about to insert many leads of one organization in one statement (`INSERT … SELECT … FROM`
+    its rows; the ids chosen): subscribers write what goes with each in that statement. `lead_id` is the id
+    column of those rows, for values correlated per lead. Answers: `CreationWrites` or None, as for
+    `LeadCreated` (each lead value an expression over the row)."""
+
+    organization_id: uuid.UUID
+    organization_timezone: str | None
+    contact_task_titles: Mapping[uuid.UUID, str]  # lead id -> its contact task's title
+    lead_id: Any
+
+
+@dataclass(frozen=True)
 class ScoringInputsChanged:
     """A write changed what a lead's score is computed from (its details, a touch). Answers: per lead id, the
     lead columns the subscriber rewrote (its score fields)."""

@@ -62,6 +62,51 @@ def first_touch_insert(
     return insert(lead_touches).from_select(list(values), select(*values.values()))
 
 
+FIRST_TOUCH_ROW_COLUMNS = {
+    "touch_id": Uuid,
+    "touch_kind": Text,
+    "touch_channel": Text,
+    "utm_source": Text,
+    "utm_medium": Text,
+    "utm_campaign": Text,
+    "utm_term": Text,
+    "utm_content": Text,
+}
+
+
+def first_touch_row(
+    *, source: str, campaign_id: uuid.UUID | None, entry_channel: str, received: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What `first_touch_insert` computes for one lead, as the columns of a row of many (`first_touches_insert`)."""
+    utm = utm_from_received(received)
+    return {
+        "touch_id": uuid7(),
+        "touch_kind": touch_kind(entry_channel, utm).value,
+        "touch_channel": acquisition_channel(source, campaign_id, utm),
+        **_utm_values(utm),
+    }
+
+
+def first_touches_insert(new_leads: CTE, rows: Any) -> Insert:
+    """The first touches of many leads inserted by one statement (`new_leads`, its CTE): `rows` has each
+    lead's `id`, `receipt_id` and the `first_touch_row` columns."""
+    values = {
+        "id": rows.c.touch_id,
+        "organization_id": new_leads.c.organization_id,
+        "lead_id": new_leads.c.id,
+        "kind": rows.c.touch_kind,
+        "channel": rows.c.touch_channel,
+        "is_first": true(),
+        "occurred_at": new_leads.c.created_at,
+        "campaign_id": new_leads.c.campaign_id,
+        **{name: rows.c[name] for name in ("utm_source", "utm_medium", "utm_campaign", "utm_term", "utm_content")},
+        "detail": func.jsonb_build_object("receiptId", cast(rows.c.receipt_id, Text)),
+    }
+    return insert(lead_touches).from_select(
+        list(values), select(*values.values()).select_from(new_leads.join(rows, rows.c.id == new_leads.c.id))
+    )
+
+
 def imported_first_touches(organization_id: uuid.UUID, rows: Any, at: ColumnElement[datetime]) -> Insert:
     """The first touches of leads a CSV import wrote in bulk (the import skips `intake_lead` on purpose):
     `rows` has each lead's `id`, `touch_id` and `receipt_id`. An import says nothing of where its people came

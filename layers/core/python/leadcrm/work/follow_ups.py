@@ -389,6 +389,16 @@ def intake_seed_values_sql(intake_task: Any) -> dict[str, Any]:
     }
 
 
+def intake_seeds_values_sql(intake_tasks: Any, lead_id: Any) -> dict[str, Any]:
+    """`intake_seed_values_sql` for the leads of one multi-row INSERT: each lead's seed is read from its own
+    task in `intake_tasks` (RETURNING linked_lead_id), correlated on the row's `lead_id`."""
+    written = intake_tasks.c.linked_lead_id == lead_id
+    return {
+        "next_action_at": select(sql_now()).select_from(intake_tasks).where(written).scalar_subquery(),
+        "next_action_type": select(literal(SEED_TYPE)).select_from(intake_tasks).where(written).scalar_subquery(),
+    }
+
+
 def sync_return_call(conn: Connection, detail: dict[str, Any]) -> bool:
     """`lead.returned` consumer (spec: "The follow-up task is synced after commit"): the return call gets its
     task, due today org-local, for the lead's owner; idempotent (a redelivery finds the task in place). A lead

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, delete
 
-from leadcrm.leads.messages import CreationWrites, ErasingAnswer, LeadCreated, LeadErasing
-from leadcrm.work.auto_tasks import contact_task_writes
+from leadcrm.leads.messages import CreationWrites, ErasingAnswer, LeadCreated, LeadErasing, LeadsCreated
+from leadcrm.work.auto_tasks import contact_task_writes, contact_tasks_writes
 from leadcrm.work.tables import tasks
 
 
@@ -16,6 +16,13 @@ def contact_task_for_new_lead(conn: Connection, message: LeadCreated) -> Creatio
     INSERT; None when the task cannot be built (logged)."""
     return contact_task_writes(
         message.organization_id, message.lead_id, message.contact_task_title, message.organization_timezone
+    )
+
+
+def contact_tasks_for_new_leads(conn: Connection, message: LeadsCreated) -> CreationWrites | None:
+    """`contact_task_for_new_lead` for the leads of one multi-row INSERT (a batch of webhook leads)."""
+    return contact_tasks_writes(
+        message.organization_id, message.contact_task_titles, message.organization_timezone, message.lead_id
     )
 
 
