@@ -131,18 +131,21 @@ def one_request_figures(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _ingestion(section: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
-    for run in section["meta"]:
-        rows.append(
-            _figure(
-                f"Meta leads through the SQS handler, {run['leads']:,}",
-                run["handlerLeadsPerSecond"],
-                "leads/s",
-                f"≥ {run['target']:.0%} of raw single-row INSERTs",
-                run["ratio"] >= run["target"],
-                run["rawLeadsPerSecond"],
-                run["ratio"],
+    for meta in section["meta"]:
+        for channel, run in (("Meta", meta), ("WhatsApp", meta.get("whatsapp"))):
+            if run is None:
+                continue
+            rows.append(
+                _figure(
+                    f"{channel} leads through the SQS handler, {run['leads']:,}",
+                    run["handlerLeadsPerSecond"],
+                    "leads/s",
+                    f"≥ {run['target']:.0%} of raw single-row INSERTs",
+                    run["ratio"] >= run["target"],
+                    run["rawLeadsPerSecond"],
+                    run["ratio"],
+                )
             )
-        )
     for run in section["csv"]:
         rows.append(
             _figure(
