@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import json
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import islice
@@ -31,6 +31,7 @@ from leadcrm.ingestion.csv_import import (
 from leadcrm.ingestion.csv_import_staging import merge_leads, merge_report, stage_chunk
 from leadcrm.ingestion.rules.csv_import import (
     IMPORT_COMPLETED,
+    Columns,
     ImportFileError,
     ImportRow,
     PeopleIndex,
@@ -43,6 +44,7 @@ from leadcrm.ingestion.tables import lead_import_jobs
 from leadcrm.leads.dedup import CANDIDATE_LIMIT
 from leadcrm.leads.rules.intake import dedup_lock_keys, normalized_email
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
+from leadcrm.platform.db.copy import NULL, copy_fields
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import DomainEvent
@@ -84,11 +86,10 @@ def run_import(
             raise ImportFileError("EMPTY_FILE", "The file is empty.")
         columns = resolve_columns(header, claim.mapping)
         _skip(rows, position)  # committed by an earlier run
-        while batch := list(islice(rows, chunk_rows)):
-            parsed = [parse_row(position + offset + 1, cells, columns) for offset, cells in enumerate(batch)]
-            if not _commit_chunk(job_id, worker, claim, position, parsed, batch, header):
+        for chunk in _prepared_chunks(rows, header, columns, position, chunk_rows):
+            if not _commit_chunk(job_id, worker, claim, position, chunk):
                 return RunResult.SKIPPED  # the lease passed to another run, which carries on
-            position += len(batch)
+            position += len(chunk)
             if remaining_ms() < STOP_WHEN_REMAINING_MS:
                 _release(job_id, worker)
                 ingestion_queue.enqueue(IMPORT_KIND, {"jobId": str(job_id)})
@@ -113,6 +114,38 @@ def run_import(
 def _skip(rows: Iterable[list[str]], count: int) -> None:
     for _ in islice(rows, count):
         pass
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """A data row, checked, and what the staging table needs of it if it makes a lead: its new ids and its
+    values from `name` to `cells`, in COPY text, each serialized once (the chunk's transaction only adds
+    the outcome, which dedup decides under the chunk's locks)."""
+
+    row: ImportRow
+    lead_id: str | None = None
+    lead_fields: str | None = None
+
+
+def _prepared_chunks(
+    rows: Iterator[list[str]], header: list[str], columns: Columns, position: int, chunk_rows: int
+) -> Iterator[list[_Staged]]:
+    while batch := list(islice(rows, chunk_rows)):
+        chunk = []
+        for cells in batch:
+            position += 1
+            row = parse_row(position, cells, columns)
+            if not row.valid:
+                chunk.append(_Staged(row))
+                continue
+            fields = copy_fields(
+                (
+                    row.name, row.email, row.phone, row.note, row.locale, str(uuid7()), str(uuid7()),
+                    str(uuid7()), json.dumps(dict(zip(header, cells, strict=False))),
+                )
+            )  # fmt: skip
+            chunk.append(_Staged(row, str(uuid7()), fields))
+        yield chunk
 
 def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
     """Take the job's lease: a queued job, or a running one whose lease lapsed (its run died) or is ours."""
@@ -157,51 +190,36 @@ def _holds_lease(conn: Connection, job_id: uuid.UUID, worker: str, position: int
     ).one()
     return row.lease_owner == worker and row.rows_processed == position and row.status == RUNNING
 
-def _commit_chunk(
-    job_id: uuid.UUID,
-    worker: str,
-    claim: _Claim,
-    position: int,
-    parsed: list[ImportRow],
-    received: list[list[str]],
-    header: list[str],
-) -> bool:
+def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, chunk: list[_Staged]) -> bool:
     """One chunk in one transaction: its new leads, its report rows and the checkpoint after it.
 
-    The chunk's outcomes go into a staging table in one COPY (each row serialized once), and set-based
-    statements merge them into leads, their side tables and the report."""
+    Each row's outcome (dedup needs the phone rules, in Python) goes into a staging table in one COPY, and
+    set-based statements merge it into leads, their side tables and the report."""
     org = claim.organization_id
     with UnitOfWork() as uow:
         conn = uow.connection
         if not _holds_lease(conn, job_id, worker, position):
             return False
-        valid = [row for row in parsed if row.valid]
+        valid = [staged.row for staged in chunk if staged.row.valid]
         _lock_people(conn, org, valid)
         people = _existing_people(conn, org, valid)
-        staged: list[tuple[str | None, ...]] = []
+        lines: list[str] = []
         counts = {"created": 0, "duplicate": 0, "invalid": 0}
-        for row, cells in zip(parsed, received, strict=True):
-            number = str(row.row_number)
-            if not row.valid:
+        for staged in chunk:
+            row, number = staged.row, str(staged.row.row_number)
+            if staged.lead_id is None:
                 counts["invalid"] += 1
-                staged.append((number, "invalid", None, None, json.dumps(row.errors), *_NO_LEAD))
+                lines.append(copy_fields((number, "invalid", None, None, json.dumps(row.errors))) + _NO_LEAD)
                 continue
             existing = people.match(row.email, row.phone)
             if existing is not None:
                 counts["duplicate"] += 1
-                staged.append((number, "duplicate", None, str(existing), None, *_NO_LEAD))
+                lines.append(copy_fields((number, "duplicate", None, str(existing), None)) + _NO_LEAD)
                 continue
-            lead_id = uuid7()
-            people.add(lead_id, row.email, row.phone)
+            people.add(staged.lead_id, row.email, row.phone)
             counts["created"] += 1
-            staged.append(
-                (
-                    number, "created", str(lead_id), None, None, row.name, row.email, row.phone, row.note,
-                    row.locale, str(uuid7()), str(uuid7()), str(uuid7()),
-                    json.dumps(dict(zip(header, cells, strict=False))),
-                )
-            )  # fmt: skip
-        stage_chunk(conn, staged)
+            lines.append(f"{number}\tcreated\t{staged.lead_id}\t{NULL}\t{NULL}\t{staged.lead_fields}\n")
+        stage_chunk(conn, lines)
         if counts["created"]:
             merge_leads(conn, org, claim.actor_user_id, job_id)
         merge_report(conn, org, job_id)
@@ -209,7 +227,7 @@ def _commit_chunk(
             update(lead_import_jobs)
             .where(lead_import_jobs.c.id == job_id)
             .values(
-                rows_processed=position + len(parsed),
+                rows_processed=position + len(chunk),
                 created_count=lead_import_jobs.c.created_count + counts["created"],
                 duplicate_count=lead_import_jobs.c.duplicate_count + counts["duplicate"],
                 invalid_count=lead_import_jobs.c.invalid_count + counts["invalid"],
@@ -221,7 +239,7 @@ def _commit_chunk(
     return True
 
 
-_NO_LEAD = (None,) * 9  # name … cells of a row that makes no lead
+_NO_LEAD = f"\t{NULL}" * 9 + "\n"  # name … cells of a row that makes no lead
 
 def _lock_people(conn: Connection, organization_id: uuid.UUID, rows: list[ImportRow]) -> None:
     """Dedup's person locks for every row of the chunk, in one statement and in the global key order, so a

@@ -23,7 +23,7 @@ from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
 from leadcrm.leads.touches import imported_first_touches
 from leadcrm.pipelines.stages import default_new_stage
 from leadcrm.platform import clock
-from leadcrm.platform.db.copy import copy_rows
+from leadcrm.platform.db.copy import copy_lines
 
 STAGE = "lead_import_stage"
 # In the order of each staged row (see `stage_chunk`).
@@ -47,11 +47,11 @@ _SQL_TYPES = {Integer: "integer", Text: "text", Uuid: "uuid", JSONB: "jsonb"}
 _stage = table(STAGE, *(column(name, kind) for name, kind in STAGE_COLUMNS.items()))
 
 
-def stage_chunk(conn: Connection, rows: Sequence[Sequence[str | None]]) -> None:
-    """The chunk's rows (values as text, in STAGE_COLUMNS order) in the staging table, in one COPY."""
+def stage_chunk(conn: Connection, lines: Sequence[str]) -> None:
+    """The chunk's rows (COPY text lines, values in STAGE_COLUMNS order) in the staging table, in one COPY."""
     definition = ", ".join(f"{name} {_SQL_TYPES[kind]}" for name, kind in STAGE_COLUMNS.items())
     conn.execute(text(f"CREATE TEMP TABLE {STAGE} ({definition}) ON COMMIT DROP"))
-    copy_rows(conn, STAGE, list(STAGE_COLUMNS), rows)
+    copy_lines(conn, STAGE, list(STAGE_COLUMNS), lines)
 
 
 def merge_leads(

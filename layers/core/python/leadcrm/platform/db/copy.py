@@ -30,16 +30,21 @@ def copy_value(value: str | None) -> str:
     return value.translate(_ESCAPES)
 
 
+def copy_fields(values: Sequence[str | None]) -> str:
+    """Values in COPY text format, tab-separated: a line without its newline (or a part of one, which the
+    caller joins to the rest with a tab)."""
+    return "\t".join(copy_value(value) for value in values)
+
+
 def copy_line(values: Sequence[str | None]) -> str:
-    return "\t".join(copy_value(value) for value in values) + "\n"
+    return copy_fields(values) + "\n"
 
 
-def copy_text(rows: Iterable[Sequence[str | None]]) -> Iterator[str]:
-    """The rows in COPY text format, a batch of lines at a time (never the whole input at once)."""
+def copy_text(lines: Iterable[str]) -> Iterator[str]:
+    """Lines in COPY text format, a batch at a time (never the whole input at once)."""
     batch: list[str] = []
     size = 0
-    for row in rows:
-        line = copy_line(row)
+    for line in lines:
         batch.append(line)
         size += len(line)
         if size >= BATCH_CHARS:
@@ -53,9 +58,14 @@ def copy_rows(conn: Connection, table: str, columns: Sequence[str], rows: Iterab
     """COPY the rows (each a value, as text, or None, per column) into `table`; the number of rows copied.
 
     `table` and `columns` are identifiers of the caller's own SQL, never input."""
+    return copy_lines(conn, table, columns, (copy_line(row) for row in rows))
+
+
+def copy_lines(conn: Connection, table: str, columns: Sequence[str], lines: Iterable[str]) -> int:
+    """COPY lines already in COPY text format (`copy_line`, or parts joined from `copy_fields`)."""
     cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
     try:
-        cursor.execute(f"COPY {table} ({', '.join(columns)}) FROM STDIN", stream=copy_text(rows))
+        cursor.execute(f"COPY {table} ({', '.join(columns)}) FROM STDIN", stream=copy_text(lines))
         return int(cursor.rowcount)
     finally:
         cursor.close()
