@@ -1,31 +1,26 @@
 """Running a CSV import job (the ingestion queue's `lead_import` message): claim the job's lease, stream the file
 from S3, and commit it in chunks, each with its checkpoint, so a run cut short by the Lambda's time (or a crash)
 is picked up where it stopped. Each chunk dedups its people in bulk and writes leads, receipts, first touches and
-the row report set-based."""
+the row report set-based, from a staging table the chunk's rows are COPYed into (csv_import_staging)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import islice
-from typing import Any
 
-from sqlalchemy import Connection, DateTime, Integer, Text, Uuid, func, insert, literal, select, text, update
-from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Connection, func, select, text, update
 
 from leadcrm.directory.queries import organization_phone_region
 from leadcrm.ingestion.csv_import import (
     CHUNK_ROWS,
     COMPLETED,
     FAILED,
-    IMPORT_CHANNEL,
     IMPORT_KIND,
-    IMPORT_SOURCE,
     LEASE_SECONDS,
     QUEUED,
     RUNNING,
@@ -33,8 +28,10 @@ from leadcrm.ingestion.csv_import import (
     ChunkSource,
     logger,
 )
+from leadcrm.ingestion.csv_import_staging import merge_leads, merge_report, stage_chunk
 from leadcrm.ingestion.rules.csv_import import (
     IMPORT_COMPLETED,
+    Columns,
     ImportFileError,
     ImportRow,
     PeopleIndex,
@@ -43,16 +40,12 @@ from leadcrm.ingestion.rules.csv_import import (
     phone_lookup_key,
     resolve_columns,
 )
-from leadcrm.ingestion.tables import lead_import_jobs, lead_import_rows
+from leadcrm.ingestion.tables import lead_import_jobs
 from leadcrm.leads.dedup import CANDIDATE_LIMIT
 from leadcrm.leads.rules.intake import dedup_lock_keys, normalized_email
-from leadcrm.leads.tables import lead_receipts, lead_status_events, leads
-from leadcrm.leads.touches import imported_first_touches
-from leadcrm.pipelines.stages import default_new_stage
-from leadcrm.platform import clock
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
+from leadcrm.platform.db.copy import NULL, copy_fields
 from leadcrm.platform.db.now import sql_now
-from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.ids import uuid7
@@ -93,12 +86,10 @@ def run_import(
             raise ImportFileError("EMPTY_FILE", "The file is empty.")
         columns = resolve_columns(header, claim.mapping)
         _skip(rows, position)  # committed by an earlier run
-        while batch := list(islice(rows, chunk_rows)):
-            parsed = [parse_row(position + offset + 1, cells, columns) for offset, cells in enumerate(batch)]
-            received = [dict(zip(header, cells, strict=False)) for cells in batch]
-            if not _commit_chunk(job_id, worker, claim, position, parsed, received):
+        for chunk in _prepared_chunks(rows, header, columns, position, chunk_rows):
+            if not _commit_chunk(job_id, worker, claim, position, chunk):
                 return RunResult.SKIPPED  # the lease passed to another run, which carries on
-            position += len(batch)
+            position += len(chunk)
             if remaining_ms() < STOP_WHEN_REMAINING_MS:
                 _release(job_id, worker)
                 ingestion_queue.enqueue(IMPORT_KIND, {"jobId": str(job_id)})
@@ -123,6 +114,38 @@ def run_import(
 def _skip(rows: Iterable[list[str]], count: int) -> None:
     for _ in islice(rows, count):
         pass
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """A data row, checked, and what the staging table needs of it if it makes a lead: its new ids and its
+    values from `name` to `cells`, in COPY text, each serialized once (the chunk's transaction only adds
+    the outcome, which dedup decides under the chunk's locks)."""
+
+    row: ImportRow
+    lead_id: str | None = None
+    lead_fields: str | None = None
+
+
+def _prepared_chunks(
+    rows: Iterator[list[str]], header: list[str], columns: Columns, position: int, chunk_rows: int
+) -> Iterator[list[_Staged]]:
+    while batch := list(islice(rows, chunk_rows)):
+        chunk = []
+        for cells in batch:
+            position += 1
+            row = parse_row(position, cells, columns)
+            if not row.valid:
+                chunk.append(_Staged(row))
+                continue
+            fields = copy_fields(
+                (
+                    row.name, row.email, row.phone, row.note, row.locale, str(uuid7()), str(uuid7()),
+                    str(uuid7()), json.dumps(dict(zip(header, cells, strict=False))),
+                )
+            )  # fmt: skip
+            chunk.append(_Staged(row, str(uuid7()), fields))
+        yield chunk
 
 def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
     """Take the job's lease: a queued job, or a running one whose lease lapsed (its run died) or is ours."""
@@ -167,46 +190,44 @@ def _holds_lease(conn: Connection, job_id: uuid.UUID, worker: str, position: int
     ).one()
     return row.lease_owner == worker and row.rows_processed == position and row.status == RUNNING
 
-def _commit_chunk(
-    job_id: uuid.UUID,
-    worker: str,
-    claim: _Claim,
-    position: int,
-    parsed: list[ImportRow],
-    received: list[dict[str, str]],
-) -> bool:
-    """One chunk in one transaction: its new leads, its report rows and the checkpoint after it."""
+def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, chunk: list[_Staged]) -> bool:
+    """One chunk in one transaction: its new leads, its report rows and the checkpoint after it.
+
+    Each row's outcome (dedup needs the phone rules, in Python) goes into a staging table in one COPY, and
+    set-based statements merge it into leads, their side tables and the report."""
     org = claim.organization_id
     with UnitOfWork() as uow:
         conn = uow.connection
         if not _holds_lease(conn, job_id, worker, position):
             return False
-        valid = [row for row in parsed if row.valid]
+        valid = [staged.row for staged in chunk if staged.row.valid]
         _lock_people(conn, org, valid)
         people = _existing_people(conn, org, valid)
-        report: list[dict[str, Any]] = []
-        new_leads: list[dict[str, Any]] = []
-        for row, cells in zip(parsed, received, strict=True):
-            if not row.valid:
-                report.append({"row_number": row.row_number, "outcome": "invalid", "errors": row.errors})
+        lines: list[str] = []
+        counts = {"created": 0, "duplicate": 0, "invalid": 0}
+        for staged in chunk:
+            row, number = staged.row, str(staged.row.row_number)
+            if staged.lead_id is None:
+                counts["invalid"] += 1
+                lines.append(copy_fields((number, "invalid", None, None, json.dumps(row.errors))) + _NO_LEAD)
                 continue
             existing = people.match(row.email, row.phone)
             if existing is not None:
-                report.append({"row_number": row.row_number, "outcome": "duplicate", "existing_lead_id": existing})
+                counts["duplicate"] += 1
+                lines.append(copy_fields((number, "duplicate", None, str(existing), None)) + _NO_LEAD)
                 continue
-            lead_id = uuid7()
-            people.add(lead_id, row.email, row.phone)
-            new_leads.append(_lead_values(lead_id, row, cells, job_id))
-            report.append({"row_number": row.row_number, "outcome": "created", "lead_id": lead_id})
-        if new_leads:
-            _insert_leads(conn, org, claim.actor_user_id, new_leads)
-        _insert_report(conn, org, job_id, report)
-        counts = {o: sum(1 for r in report if r["outcome"] == o) for o in ("created", "duplicate", "invalid")}
+            people.add(staged.lead_id, row.email, row.phone)
+            counts["created"] += 1
+            lines.append(f"{number}\tcreated\t{staged.lead_id}\t{NULL}\t{NULL}\t{staged.lead_fields}\n")
+        stage_chunk(conn, lines)
+        if counts["created"]:
+            merge_leads(conn, org, claim.actor_user_id, job_id)
+        merge_report(conn, org, job_id)
         conn.execute(
             update(lead_import_jobs)
             .where(lead_import_jobs.c.id == job_id)
             .values(
-                rows_processed=position + len(parsed),
+                rows_processed=position + len(chunk),
                 created_count=lead_import_jobs.c.created_count + counts["created"],
                 duplicate_count=lead_import_jobs.c.duplicate_count + counts["duplicate"],
                 invalid_count=lead_import_jobs.c.invalid_count + counts["invalid"],
@@ -216,6 +237,9 @@ def _commit_chunk(
         )
         uow.commit()
     return True
+
+
+_NO_LEAD = f"\t{NULL}" * 9 + "\n"  # name … cells of a row that makes no lead
 
 def _lock_people(conn: Connection, organization_id: uuid.UUID, rows: list[ImportRow]) -> None:
     """Dedup's person locks for every row of the chunk, in one statement and in the global key order, so a
@@ -261,100 +285,6 @@ def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[Im
     for lead in sorted(found, key=lambda row: (row.created_at, row.id)):
         people.add(lead.id, lead.email, lead.phone)
     return people
-
-def _lead_values(lead_id: uuid.UUID, row: ImportRow, cells: dict[str, str], job_id: uuid.UUID) -> dict[str, Any]:
-    return {
-        "id": str(lead_id),
-        "name": row.name,
-        "email": row.email,
-        "phone": row.phone,
-        "note": row.note,
-        "locale": row.locale,
-        "status_event_id": str(uuid7()),
-        "receipt_id": str(uuid7()),
-        "touch_id": str(uuid7()),
-        "payload": {"jobId": str(job_id), "rowNumber": row.row_number, "row": cells},
-    }
-
-_LEAD_ROW_COLUMNS = {
-    "id": Uuid,
-    "name": Text,
-    "email": Text,
-    "phone": Text,
-    "note": Text,
-    "locale": Text,
-    "status_event_id": Uuid,
-    "receipt_id": Uuid,
-    "touch_id": Uuid,
-    "payload": JSONB,
-}
-
-def _insert_leads(
-    conn: Connection, organization_id: uuid.UUID, actor_user_id: uuid.UUID | None, rows: list[dict[str, Any]]
-) -> None:
-    """The chunk's leads, their first status events, their receipts and their first touches (attribution):
-    four statements whatever the size, all at one instant of the clock (a lead's creation, its first status,
-    receipt and touch are one moment)."""
-    placement = default_new_stage(conn, organization_id)
-    src = recordset("import_leads", "src", rows, _LEAD_ROW_COLUMNS)
-    org, actor = literal(organization_id, Uuid), literal(actor_user_id, Uuid)
-    at = literal(clock.now(), DateTime(timezone=True))
-    conn.execute(
-        insert(leads).from_select(
-            [
-                "id", "organization_id", "name", "email", "phone", "locale", "note", "source", "status",
-                "pipeline_id", "stage_id", "created_by_user_id", "created_at", "updated_at", "status_changed_at",
-            ],
-            select(
-                src.c.id, org, src.c.name, src.c.email, src.c.phone, src.c.locale, src.c.note,
-                literal(IMPORT_SOURCE), literal(placement.category.value), literal(placement.pipeline_id, Uuid),
-                literal(placement.stage_id, Uuid), actor, at, at, at,
-            ),
-        )
-    )  # fmt: skip
-    src = recordset("import_events", "src", rows, _LEAD_ROW_COLUMNS)
-    conn.execute(
-        insert(lead_status_events).from_select(
-            ["id", "organization_id", "lead_id", "to_status", "to_stage_id", "actor_user_id", "changed_at"],
-            select(
-                src.c.status_event_id, org, src.c.id, literal(placement.category.value),
-                literal(placement.stage_id, Uuid), actor, at,
-            ),
-        )
-    )  # fmt: skip
-    src = recordset("import_receipts", "src", rows, _LEAD_ROW_COLUMNS)
-    conn.execute(
-        insert(lead_receipts).from_select(
-            ["id", "organization_id", "lead_id", "channel", "duplicate", "payload", "received_at"],
-            select(src.c.receipt_id, org, src.c.id, literal(IMPORT_CHANNEL), literal(False), src.c.payload, at),
-        )
-    )
-    src = recordset("import_touches", "src", rows, _LEAD_ROW_COLUMNS)
-    conn.execute(imported_first_touches(organization_id, src, at))
-
-_REPORT_COLUMNS = {"row_number": Integer, "outcome": Text, "lead_id": Uuid, "existing_lead_id": Uuid, "errors": JSONB}
-
-def _insert_report(
-    conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID, report: list[dict[str, Any]]
-) -> None:
-    rows = [{name: row.get(name) for name in _REPORT_COLUMNS} for row in report]
-    src = recordset("import_report", "src", rows, _REPORT_COLUMNS)
-    conn.execute(
-        pg_insert(lead_import_rows)
-        .from_select(
-            ["job_id", "row_number", "organization_id", "outcome", "lead_id", "existing_lead_id", "errors"],
-            select(
-                literal(job_id, Uuid),
-                src.c.row_number,
-                literal(organization_id, Uuid),
-                src.c.outcome,
-                src.c.lead_id,
-                src.c.existing_lead_id,
-                src.c.errors,
-            ),
-        )
-        .on_conflict_do_nothing(index_elements=["job_id", "row_number"])
-    )
 
 def _release(job_id: uuid.UUID, worker: str) -> None:
     """Hand the job back (still running) so the continuation can take it at once."""

@@ -15,6 +15,7 @@ import codecs
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from leadcrm.ingestion.rules.meta import MAX_NAME_LENGTH, MAX_NOTE_LENGTH, is_email
 from leadcrm.leads.rules.identity import last_seven_digits
@@ -148,7 +149,7 @@ def parse_row(row_number: int, cells: list[str], columns: Columns) -> ImportRow:
     locale = columns.value(cells, "locale")
     if name is not None and len(name) > MAX_NAME_LENGTH:
         errors.append({"field": "name", "code": "too_long"})
-    if email is not None and not is_email(email):
+    if email is not None and not is_import_email(email):
         errors.append({"field": "email", "code": "invalid_email"})
     if phone is not None and not _valid_phone(phone):
         errors.append({"field": "phone", "code": "invalid_phone"})
@@ -161,6 +162,32 @@ def parse_row(row_number: int, cells: list[str], columns: Columns) -> ImportRow:
     if errors:
         return ImportRow(row_number, errors=errors)
     return ImportRow(row_number, name=name, email=email, phone=phone, note=note, locale=locale)
+
+
+# email_validator's plain ASCII forms (RFC 5322 dot-atom before the @, an RFC 952 hostname after it), and its
+# limit on a whole address in bytes.
+_ATEXT = r"a-zA-Z0-9_!#$%&'*+\-/=?^`{|}~"
+_PLAIN_LOCAL = re.compile(f"[{_ATEXT}]+(?:\\.[{_ATEXT}]+)*\\Z")
+_HOSTNAME_LABEL = r"(?:(?:[a-zA-Z0-9][a-zA-Z0-9\-]*)?[a-zA-Z0-9])"
+_PLAIN_DOMAIN = re.compile(_HOSTNAME_LABEL + r"(?:\." + _HOSTNAME_LABEL + r")*\Z")
+MAX_EMAIL_LENGTH = 254
+_KNOWN_DOMAINS = 4096
+
+
+def is_import_email(value: str) -> bool:
+    """`is_email`, with its verdict on the part after the @ remembered per domain: an import's addresses
+    share a few domains, and the domain is most of email_validator's work (~0.2 ms an address). Only a plain
+    ASCII address takes the shortcut: its domain is judged alone the same way, as it normalizes to itself
+    (lower case) and nothing of the local part bears on it but the length, checked here."""
+    local, at, domain = value.rpartition("@")
+    if at and len(value) <= MAX_EMAIL_LENGTH and _PLAIN_LOCAL.match(local) and _PLAIN_DOMAIN.match(domain):
+        return _valid_email_domain(domain)
+    return is_email(value)
+
+
+@lru_cache(maxsize=_KNOWN_DOMAINS)
+def _valid_email_domain(domain: str) -> bool:
+    return is_email(f"x@{domain}")
 
 
 def _valid_phone(phone: str) -> bool:
