@@ -101,8 +101,15 @@ def _create_database(server_url: str, name: str) -> None:
         engine.dispose()
 
 
-def sibling_database(url: str, name: str) -> str:
-    """The URL of database `name` on the server of `url`, created if missing (a scenario's own database)."""
+def fresh_sibling_database(url: str, name: str) -> str:
+    """The URL of database `name` on the server of `url`, made anew (a scenario's own database, holding only
+    what this run writes: leads of earlier runs would change what the run measures)."""
     server = make_url(url).set(database="postgres").render_as_string(hide_password=False)
+    engine = admin_engine(server)
+    try:
+        with engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        engine.dispose()
     _create_database(server, name)
     return make_url(url).set(database=name).render_as_string(hide_password=False)

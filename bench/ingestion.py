@@ -11,7 +11,7 @@
   file in that process's memory, included).
 
 AWS is moto (`mock_aws`) in process; PostgreSQL is the bench cluster of `bench.database` (its own database,
-`leadcrm_bench_ingestion`, emptied of the previous run's organizations first). Figures are printed and
+`leadcrm_bench_ingestion`, made anew by every `make bench`). Figures are printed and
 written to bench/results-ingestion.json.
 """
 
@@ -461,9 +461,9 @@ def measure_in_child(server_url: str, quick: bool) -> dict[str, Any]:
 
 
 def _scenario_child(server_url: str) -> None:
-    from bench.database import sibling_database
+    from bench.database import fresh_sibling_database
 
-    url = sibling_database(server_url, "leadcrm_bench_ingestion")
+    url = fresh_sibling_database(server_url, "leadcrm_bench_ingestion")
     section = measure_ingestion(
         url, meta_sizes=_sizes("BENCH_META_LEADS", "1000,10000"), csv_sizes=_sizes("BENCH_CSV_ROWS", "10000,100000")
     )
