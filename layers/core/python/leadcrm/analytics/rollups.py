@@ -1,7 +1,7 @@
 """Reads of the analytics rollups (migration 0023): the funnel and the attribution cohort per local day.
 
 The rollups are kept per organization, local day of the lead's creation (the organization's timezone) and a
-slot (0..7, a hash of the lead id, so concurrent intake of one organization and day adds to eight rows rather
+slot (0..3, a hash of the lead id, so concurrent intake of one organization and day adds to four rows rather
 than queueing on one); a read sums the slots. A period the rollups can answer is a range of whole local days;
 any other (`local_days` answers None) is read from the source rows (analytics.reports, attribution_report).
 """

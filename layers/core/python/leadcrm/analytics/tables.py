@@ -47,7 +47,8 @@ campaign_spend = Table(
 
 
 # -- rollups (migration 0023): maintained by the database's statement triggers in each writer's transaction;
-# read by the funnel and the attribution report; rebuilt from the source rows by analytics.jobs.
+# read by the funnel and the attribution report; rebuilt from the source rows by analytics.jobs. The daily tables
+# are created WITH (fillfactor = 70) there (their upserts stay HOT updates).
 
 # One row per real lead: its local day of creation, furthest funnel rank, first touch and first win.
 analytics_lead_facts = Table(
@@ -69,7 +70,6 @@ analytics_lead_facts = Table(
         postgresql_include=["acquired_at", "won_at", "campaign_id", "channel"],
         postgresql_where=text("won_at IS NOT NULL AND acquired_at IS NOT NULL"),
     ),
-    Index("ix_analytics_lead_facts_org", "organization_id"),
 )
 
 analytics_lead_stage_facts = Table(
