@@ -113,6 +113,7 @@ def insert_deal(
     closed_at: datetime | None = None,
     probability: int | None = None,
     forecast_category: str | None = None,
+    lead_id: uuid.UUID | None = None,
 ) -> uuid.UUID:
     """A deal written straight into the table (forecast fixtures need past creation and close times), on
     the first stage of `kind` of the organization's deal pipeline."""
@@ -135,6 +136,7 @@ def insert_deal(
             "owner_user_id": owner_user_id,
             "probability": probability,
             "forecast_category": forecast_category,
+            "lead_id": lead_id,
             "closed_at": closed_at,
             "close_reason": "fixture" if status == "won" else None,
             "loss_reason": "price" if status == "lost" else None,

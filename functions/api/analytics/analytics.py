@@ -109,7 +109,7 @@ def overview(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Le
 def funnel(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[FunnelOut]:
     with UnitOfWork() as uow:
         actor, timezone, period = _scope(uow, orgId, from_, to)
-        result = analytics.lead_funnel(uow.connection, actor.organization_id, period)
+        result = analytics.lead_funnel(uow.connection, actor.organization_id, period, timezone=timezone)
     return Envelope[FunnelOut](
         data=FunnelOut(
             period=_period_out(period, from_, to, timezone),
@@ -169,7 +169,9 @@ def campaigns(
     window = timedelta(days=window_days) if window_days is not None else attribution_window()
     with UnitOfWork() as uow:
         actor, timezone, period = _scope(uow, orgId, from_, to)
-        report = attribution_report(uow.connection, actor.organization_id, period, (from_, to), window)
+        report = attribution_report(
+            uow.connection, actor.organization_id, period, (from_, to), window, timezone=timezone
+        )
     return Envelope[AttributionReportOut](
         data=AttributionReportOut(
             period=_period_out(period, from_, to, timezone),

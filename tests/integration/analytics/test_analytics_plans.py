@@ -12,8 +12,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import text
 
-from leadcrm.analytics.attribution_report import build_journeys_query
+from leadcrm.analytics.attribution_report import build_journeys_query, build_rollup_journeys_query
 from leadcrm.analytics.reports import build_analytics_query, build_funnel_query, build_response_times_query
+from leadcrm.analytics.rollups import build_funnel_rollup_query, local_days
 from leadcrm.analytics.rules.reports import DEFAULT_ATTRIBUTION_WINDOW, Period, period_of
 from leadcrm.platform.db.engine import get_engine
 from tests.support.database import engine_for
@@ -24,6 +25,7 @@ ORG_LEADS = 3_000
 OTHER_ORGS = 8
 OTHER_ORG_LEADS = 2_500
 BIG_TABLES = {"leads", "lead_status_events", "lead_touches"}
+ANALYZED = "leads, lead_status_events, lead_touches, analytics_lead_facts, analytics_daily_acquired"
 
 _SEED = """
 INSERT INTO leads (id, organization_id, name, source, status, pipeline_id, stage_id, campaign_id, is_test,
@@ -70,7 +72,7 @@ def organization_id(database_url: str) -> Iterator[uuid.UUID]:
     try:
         with engine.connect() as conn:
             for _ in range(2):
-                conn.execute(text("VACUUM (ANALYZE) leads, lead_status_events, lead_touches"))
+                conn.execute(text(f"VACUUM (ANALYZE) {ANALYZED}"))
     finally:
         engine.dispose()
     yield org.id
@@ -161,3 +163,23 @@ def test_every_index_the_analytics_use_starts_with_organization_id(organization_
     assert first_columns and set(first_columns.values()) <= {"organization_id", "id"}
     # `id`: only the primary keys of the few campaigns and stages a report names.
     assert {name for name, column in first_columns.items() if column == "id"} <= {"pk_lead_campaigns"}
+
+
+def _relations(nodes: list[dict]) -> set[str]:
+    return {n["Relation Name"] for n in nodes if "Relation Name" in n}
+
+
+@pytest.mark.parametrize("days", [None, 30, 365])
+def test_the_funnel_of_whole_days_reads_the_daily_rollups_alone(organization_id, days):
+    period = ALL_TIME if days is None else _last_days(days)
+    nodes = _plan(build_funnel_rollup_query(organization_id, local_days(period, "UTC")))
+    assert _relations(nodes) == {"analytics_daily_funnel", "analytics_daily_stages"}
+
+
+@pytest.mark.parametrize("days", [30, 365])
+def test_attribution_of_whole_days_reads_the_rollups_and_only_the_customers_paths(organization_id, days):
+    local = local_days(_last_days(days), "UTC")
+    nodes = _plan(build_rollup_journeys_query(organization_id, local, DEFAULT_ATTRIBUTION_WINDOW))
+    assert not _seq_scans(nodes)
+    assert _relations(nodes) <= {"analytics_daily_acquired", "analytics_lead_facts", "lead_touches"}
+    assert "ix_analytics_lead_facts_org_day_won" in _indexes(nodes)

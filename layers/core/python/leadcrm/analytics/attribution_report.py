@@ -14,6 +14,7 @@ from sqlalchemy import (
     Connection,
     DateTime,
     Integer,
+    Subquery,
     Uuid,
     and_,
     cast,
@@ -27,7 +28,8 @@ from sqlalchemy import (
     union_all,
 )
 
-from leadcrm.analytics.reports import real_leads
+from leadcrm.analytics.reports import UNKNOWN_ZONE, organization_timezone, real_leads
+from leadcrm.analytics.rollups import LocalDays, build_acquired_query, build_customers_query, local_days
 from leadcrm.analytics.rules.attribution import (
     Journey,
     TouchPoint,
@@ -37,6 +39,7 @@ from leadcrm.analytics.rules.attribution import (
 )
 from leadcrm.analytics.rules.reports import WON_STATUSES, Period
 from leadcrm.analytics.tables import campaign_spend
+from leadcrm.deals.tables import deals
 from leadcrm.leads.rules.touches import (
     DIRECT_UNKNOWN,
     DIRECT_UNKNOWN_LABEL,
@@ -48,6 +51,7 @@ from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED as CONVERSATIO
 MAX_PATH_TOUCHES = 500
 
 NO_CAMPAIGN_LABEL = "No campaign"
+
 
 @dataclass(frozen=True)
 class CampaignAttribution:
@@ -61,12 +65,14 @@ class CampaignAttribution:
     last_touch: float
     linear: float
 
+
 @dataclass(frozen=True)
 class ChannelAttribution:
     channel: str  # the first touch's acquisition channel; direct_unknown: Direct / Unknown
     label: str
     acquired: int
     customers: int
+
 
 @dataclass(frozen=True)
 class AttributionReport:
@@ -77,6 +83,7 @@ class AttributionReport:
     spend: Decimal
     campaigns: list[CampaignAttribution]
     channels: list[ChannelAttribution]
+
 
 def build_journeys_query(organization_id: uuid.UUID, period: Period, window: timedelta) -> CompoundSelect:
     """One statement, two kinds of rows:
@@ -110,16 +117,21 @@ def build_journeys_query(organization_id: uuid.UUID, period: Period, window: tim
         .where(*real_leads(organization_id, period))
         .cte("cohort")
     )
-    # Written as the partial index's condition (literals), so PostgreSQL can prove the index applies.
+    # Written as the partial index's condition (literals), so PostgreSQL can prove the index applies. A lead
+    # also wins when a deal linked to it closes won (spec crm-workflows section 7): the earliest win counts.
+    status_wins = select(e.c.lead_id, e.c.changed_at.label("won_at")).where(
+        e.c.organization_id == organization_id,
+        e.c.to_status.in_([literal_column(f"'{status}'") for status in WON_STATUSES]),
+        e.c.lead_id.in_(select(cohort.c.lead_id)),
+    )
+    deal_wins = select(deals.c.lead_id, deals.c.closed_at).where(
+        deals.c.organization_id == organization_id,
+        deals.c.status == "won",
+        deals.c.lead_id.in_(select(cohort.c.lead_id)),
+    )
+    wins = union_all(status_wins, deal_wins).subquery("wins")
     first_wins = (
-        select(e.c.lead_id, func.min(e.c.changed_at).label("won_at"))
-        .where(
-            e.c.organization_id == organization_id,
-            e.c.to_status.in_([literal_column(f"'{status}'") for status in WON_STATUSES]),
-            e.c.lead_id.in_(select(cohort.c.lead_id)),
-        )
-        .group_by(e.c.lead_id)
-        .subquery("first_wins")
+        select(wins.c.lead_id, func.min(wins.c.won_at).label("won_at")).group_by(wins.c.lead_id).subquery("first_wins")
     )
     customers = (
         select(cohort, first_wins.c.won_at)
@@ -127,6 +139,22 @@ def build_journeys_query(organization_id: uuid.UUID, period: Period, window: tim
         .where(first_wins.c.won_at <= cohort.c.acquired_at + literal(window))
         .subquery("customers")
     )
+    acquired = select(cohort.c.campaign_id, cohort.c.channel, func.count().label("acquired")).group_by(
+        cohort.c.campaign_id, cohort.c.channel
+    )
+    return _with_paths(organization_id, acquired.subquery("acquired"), customers)
+
+
+def build_rollup_journeys_query(organization_id: uuid.UUID, days: LocalDays, window: timedelta) -> CompoundSelect:
+    """build_journeys_query's rows from the rollups (analytics.rollups): the acquired counts per local day,
+    the customers from the won leads' facts, their paths from the touch index as before."""
+    acquired = build_acquired_query(organization_id, days).subquery("acquired")
+    customers = build_customers_query(organization_id, days, window).subquery("customers")
+    return _with_paths(organization_id, acquired, customers)
+
+
+def _with_paths(organization_id: uuid.UUID, acquired_counts: Subquery, customers: Subquery) -> CompoundSelect:
+    """The `acquired` rows, then one `journey` row per customer and later touch up to its win."""
     later = lead_touches.alias("later")
     path = (
         select(later.c.occurred_at, later.c.campaign_id)
@@ -145,15 +173,15 @@ def build_journeys_query(organization_id: uuid.UUID, period: Period, window: tim
     no_time = cast(null(), DateTime(timezone=True))
     acquired = select(
         literal("acquired").label("row_kind"),
-        cohort.c.campaign_id,
-        cohort.c.channel,
-        func.count().label("acquired"),
+        acquired_counts.c.campaign_id,
+        acquired_counts.c.channel,
+        cast(acquired_counts.c.acquired, Integer).label("acquired"),
         cast(null(), Uuid).label("lead_id"),
         no_time.label("acquired_at"),
         no_time.label("won_at"),
         no_time.label("touch_at"),
         cast(null(), Uuid).label("touch_campaign_id"),
-    ).group_by(cohort.c.campaign_id, cohort.c.channel)
+    )
     journeys = select(
         literal("journey"),
         customers.c.campaign_id,
@@ -167,12 +195,15 @@ def build_journeys_query(organization_id: uuid.UUID, period: Period, window: tim
     ).select_from(customers.outerjoin(path, true()))
     return union_all(acquired, journeys)
 
+
 def attribution_report(
     conn: Connection,
     organization_id: uuid.UUID,
     period: Period,
     days: tuple[date | None, date | None],
     window: timedelta,
+    *,
+    timezone: str | None | object = UNKNOWN_ZONE,
 ) -> AttributionReport:
     """Leads acquired (first touch) in the period, the customers among them (won within `window` of their
     first touch), each campaign's credit under the three models (leads.rules.touches.credit_by_campaign),
@@ -185,7 +216,15 @@ def attribution_report(
     by_channel: dict[str, list[int]] = {}  # channel -> [acquired, customers]
     firsts: dict[uuid.UUID, tuple[TouchPoint, datetime]] = {}
     later_touches: dict[uuid.UUID, list[TouchPoint]] = {}
-    for row in conn.execute(build_journeys_query(organization_id, period, window)).mappings():
+    if timezone is UNKNOWN_ZONE:
+        timezone = organization_timezone(conn, organization_id)
+    local = local_days(period, timezone if isinstance(timezone, str) else None)
+    journeys = (
+        build_journeys_query(organization_id, period, window)
+        if local is None
+        else build_rollup_journeys_query(organization_id, local, window)
+    )
+    for row in conn.execute(journeys).mappings():
         if row["row_kind"] == "acquired":
             acquired[row["campaign_id"]] = acquired.get(row["campaign_id"], 0) + row["acquired"]
             by_channel.setdefault(row["channel"], [0, 0])[0] += row["acquired"]
@@ -248,6 +287,7 @@ def attribution_report(
         ),
     )
 
+
 def _spend_in(
     conn: Connection, organization_id: uuid.UUID, days: tuple[date | None, date | None]
 ) -> tuple[dict[uuid.UUID | None, Decimal], str | None]:
@@ -271,6 +311,7 @@ def _spend_in(
         spend[row.campaign_id] = spend.get(row.campaign_id, Decimal("0.00")) + part
         currency = row.currency
     return spend, currency
+
 
 def _campaign_names(conn: Connection, organization_id: uuid.UUID, ids: set[uuid.UUID]) -> dict[uuid.UUID, str]:
     if not ids:

@@ -31,6 +31,7 @@ from sqlalchemy import (
     text,
 )
 
+from leadcrm.analytics.rollups import build_funnel_rollup_query, local_days
 from leadcrm.analytics.rules.reports import (
     FUNNEL_RANK,
     WON_STATUSES,
@@ -46,6 +47,9 @@ from leadcrm.pipelines.tables import pipeline_stages
 from leadcrm.work.rules.attention import org_zone
 
 NO_CAMPAIGN_LABEL = "No campaign"
+
+# "The caller did not say": the timezone is read (None is a real answer: the organization has none).
+UNKNOWN_ZONE = object()
 
 
 def organization_timezone(conn: Connection, organization_id: uuid.UUID) -> str | None:
@@ -242,9 +246,31 @@ class Funnel:
     stages: list[StageTime]
 
 
-def lead_funnel(conn: Connection, organization_id: uuid.UUID, period: Period) -> Funnel:
+def lead_funnel(
+    conn: Connection, organization_id: uuid.UUID, period: Period, *, timezone: str | None | object = UNKNOWN_ZONE
+) -> Funnel:
+    """From the rollups (O(days), analytics.rollups) when the period is whole local days of the organization,
+    as every API period is; any other period from the status history. `timezone`: the organization's, when
+    the caller has read it already."""
+    if timezone is UNKNOWN_ZONE:
+        timezone = organization_timezone(conn, organization_id)
+    days = local_days(period, timezone if isinstance(timezone, str) else None)
     reached: dict[int, int] = {}
     stays: dict[uuid.UUID, Any] = {}
+    if days is not None:
+        for row in conn.execute(build_funnel_rollup_query(organization_id, days)).mappings():
+            if row["row_kind"] == "reached":
+                reached[int(row["furthest"])] = int(row["current"])
+                continue
+            completed = int(row["completed"])
+            stays[row["stage_id"]] = {
+                "completed": completed,
+                "current": int(row["current"]),
+                "average": float(row["seconds"] / completed) if completed else None,
+            }
+        return Funnel(
+            total=sum(reached.values()), steps=funnel(reached), stages=_stage_times(conn, organization_id, stays)
+        )
     for row in conn.execute(build_funnel_query(organization_id, period)).mappings():
         if row["grouped_by"] == _BY_FURTHEST and row["current"]:
             reached[int(row["furthest"])] = row["current"]

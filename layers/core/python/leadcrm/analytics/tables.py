@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     CheckConstraint,
     Column,
     Date,
+    DateTime,
     ForeignKey,
     Index,
+    Integer,
     Numeric,
+    SmallInteger,
     String,
     Table,
     Text,
     Uuid,
+    text,
 )
 
 from leadcrm.platform.db.columns import created_at_column, id_column, metadata, org_column, updated_at_column
@@ -38,4 +43,84 @@ campaign_spend = Table(
     CheckConstraint("amount >= 0", name="amount_not_negative"),
     Index("ix_campaign_spend_org_campaign_period", "organization_id", "campaign_id", "period_start"),
     Index("ix_campaign_spend_org_period", "organization_id", "period_start", "period_end"),
+)
+
+
+# -- rollups (migration 0023): maintained by the database's statement triggers in each writer's transaction;
+# read by the funnel and the attribution report; rebuilt from the source rows by analytics.jobs. The daily tables
+# are created WITH (fillfactor = 70) there (their upserts stay HOT updates).
+
+# One row per real lead: its local day of creation, furthest funnel rank, first touch and first win.
+analytics_lead_facts = Table(
+    "analytics_lead_facts",
+    metadata,
+    Column("lead_id", Uuid, primary_key=True),
+    Column("organization_id", Uuid, ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
+    Column("day", Date, nullable=False),
+    Column("slot", SmallInteger, nullable=False),
+    Column("furthest", SmallInteger),
+    Column("acquired_at", DateTime(timezone=True)),
+    Column("campaign_id", Uuid),
+    Column("channel", Text),
+    Column("won_at", DateTime(timezone=True)),
+    Index(
+        "ix_analytics_lead_facts_org_day_won",
+        "organization_id",
+        "day",
+        postgresql_include=["acquired_at", "won_at", "campaign_id", "channel"],
+        postgresql_where=text("won_at IS NOT NULL AND acquired_at IS NOT NULL"),
+    ),
+)
+
+analytics_lead_stage_facts = Table(
+    "analytics_lead_stage_facts",
+    metadata,
+    Column("lead_id", Uuid, primary_key=True),
+    Column("stage_id", Uuid, primary_key=True),
+    Column("completed", Integer, nullable=False),
+    Column("seconds", Numeric, nullable=False),
+    Column("current", Integer, nullable=False),
+)
+
+analytics_daily_funnel = Table(
+    "analytics_daily_funnel",
+    metadata,
+    Column("organization_id", Uuid, ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True),
+    Column("day", Date, primary_key=True),
+    Column("furthest", SmallInteger, primary_key=True),
+    Column("slot", SmallInteger, primary_key=True),
+    Column("leads", BigInteger, nullable=False),
+)
+
+analytics_daily_stages = Table(
+    "analytics_daily_stages",
+    metadata,
+    Column("organization_id", Uuid, ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True),
+    Column("day", Date, primary_key=True),
+    Column("stage_id", Uuid, primary_key=True),
+    Column("slot", SmallInteger, primary_key=True),
+    Column("completed", BigInteger, nullable=False),
+    Column("seconds", Numeric, nullable=False),
+    Column("current", BigInteger, nullable=False),
+)
+
+analytics_daily_acquired = Table(
+    "analytics_daily_acquired",
+    metadata,
+    Column("organization_id", Uuid, ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
+    Column("day", Date, nullable=False),
+    Column("campaign_id", Uuid),
+    Column("channel", Text, nullable=False),
+    Column("slot", SmallInteger, nullable=False),
+    Column("leads", BigInteger, nullable=False),
+    Index(
+        "uq_analytics_daily_acquired",
+        "organization_id",
+        "day",
+        "campaign_id",
+        "channel",
+        "slot",
+        unique=True,
+        postgresql_nulls_not_distinct=True,
+    ),
 )
