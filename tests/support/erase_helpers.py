@@ -129,18 +129,19 @@ def tables_containing(*needles: str) -> dict[str, list[str]]:
 
 
 def foreign_keys_to_leads() -> dict[str, str]:
-    """`table.column` → delete rule of every foreign key that references leads."""
+    """`table.column` → delete rule of every foreign key column that references leads.id (a key over
+    (organization_id, lead_id) names its lead column only)."""
     with get_engine().connect() as conn:
         rows = conn.execute(
             text(
-                "SELECT kcu.table_name, kcu.column_name, rc.delete_rule "
-                "FROM information_schema.referential_constraints rc "
-                "JOIN information_schema.key_column_usage kcu "
-                "  ON kcu.constraint_name = rc.constraint_name AND kcu.constraint_schema = rc.constraint_schema "
-                "JOIN information_schema.constraint_column_usage ccu "
-                "  ON ccu.constraint_name = rc.unique_constraint_name "
-                " AND ccu.constraint_schema = rc.unique_constraint_schema "
-                "WHERE ccu.table_name = 'leads' AND rc.constraint_schema = 'public'"
+                "SELECT c.conrelid::regclass::text AS table_name, a.attname AS column_name, "
+                "  CASE c.confdeltype WHEN 'c' THEN 'CASCADE' WHEN 'n' THEN 'SET NULL' WHEN 'r' THEN 'RESTRICT' "
+                "    WHEN 'd' THEN 'SET DEFAULT' ELSE 'NO ACTION' END AS delete_rule "
+                "FROM pg_constraint c CROSS JOIN LATERAL unnest(c.conkey, c.confkey) AS k(col, referenced) "
+                "JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.col "
+                "JOIN pg_attribute r ON r.attrelid = c.confrelid AND r.attnum = k.referenced "
+                "WHERE c.contype = 'f' AND c.confrelid = 'leads'::regclass AND r.attname = 'id' "
+                "  AND c.connamespace = 'public'::regnamespace"
             )
         ).all()
     return {f"{r.table_name}.{r.column_name}": r.delete_rule for r in rows}

@@ -9,12 +9,14 @@ from sqlalchemy import (
     Computed,
     DateTime,
     ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     PrimaryKeyConstraint,
     String,
     Table,
     Text,
+    UniqueConstraint,
     Uuid,
     func,
     text,
@@ -126,7 +128,8 @@ leads = Table(
     CheckConstraint("return_count >= 0", name="return_count_not_negative"),
     CheckConstraint("consecutive_no_answer_count >= 0", name="consecutive_no_answer_count_not_negative"),
     CheckConstraint(one_of("qualification_state", QUALIFICATION_STATES), name="qualification_state"),
-    Index("ix_leads_org_id", "organization_id", "id"),
+    # What the history tables reference (migration 0024): a lead within its organization.
+    UniqueConstraint("organization_id", "id", name="uq_leads_organization_id_id"),
     # The work queue and the urgent prompt (work.queue, work.urgent_prompt): one partial index
     # per reason, each on the open, live, unpaused leads only, ordered by the instant the reason ranks by.
     Index(
@@ -168,7 +171,6 @@ leads = Table(
     # The nurture re-evaluation job: nurtured leads by when they are due, across organizations.
     Index("ix_leads_nurture_due", "reevaluate_at", postgresql_where=text("qualification_state = 'nurturing'")),
     Index("ix_leads_org_lower_email", "organization_id", func.lower(text("email"))),
-    Index("ix_leads_org_phone_digits", "organization_id", "phone_digits"),
     # Identity prefilter (leads.rules.identity.last_seven_digits): the last seven digits survive every way a number
     # is typed (trunk zero, country code, dashes). An expression index, not a stored column: adding a
     # generated column would rewrite the whole table under an exclusive lock.
@@ -316,8 +318,15 @@ lead_status_events = Table(
     "lead_status_events",
     metadata,
     id_column(),
-    org_column(),
-    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("organization_id", Uuid, nullable=False),
+    Column("lead_id", Uuid, nullable=False),
+    # One key for both: the lead, within the row's organization (migration 0024).
+    ForeignKeyConstraint(
+        ["organization_id", "lead_id"],
+        ["leads.organization_id", "leads.id"],
+        name="fk_lead_status_events_organization_id_leads",
+        ondelete="CASCADE",
+    ),
     Column("from_status", Text),
     Column("to_status", Text, nullable=False),
     Column("from_stage_id", Uuid),
@@ -350,8 +359,15 @@ lead_activity_events = Table(
     "lead_activity_events",
     metadata,
     id_column(),
-    org_column(),
-    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("organization_id", Uuid, nullable=False),
+    Column("lead_id", Uuid, nullable=False),
+    # One key for both: the lead, within the row's organization (migration 0024).
+    ForeignKeyConstraint(
+        ["organization_id", "lead_id"],
+        ["leads.organization_id", "leads.id"],
+        name="fk_lead_activity_events_organization_id_leads",
+        ondelete="CASCADE",
+    ),
     Column("type", Text, nullable=False),
     Column("payload", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
     Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
