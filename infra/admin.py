@@ -5,6 +5,7 @@
     set-role           --organization ID --member EMAIL|USER_ID|MEMBERSHIP_ID --role R
     remove-member      --organization ID --member EMAIL|USER_ID|MEMBERSHIP_ID
     show-organization  --organization ID
+    rebuild-analytics-rollups --organization ID   (recompute the funnel and attribution rollups from the source rows)
 
 Locally (the default) it runs the admin function's code in this process against the local stack's database
 (.local/postgres, started if it is not running; or DATABASE_URL). With `--aws` it invokes the deployed admin
@@ -46,6 +47,7 @@ FLAGS: dict[str, list[tuple[str, bool]]] = {  # command -> (flag, required)
     "set-role": [("organization", True), ("member", True), ("role", True)],
     "remove-member": [("organization", True), ("member", True)],
     "show-organization": [("organization", True)],
+    "rebuild-analytics-rollups": [("organization", True)],
 }
 
 

@@ -48,6 +48,15 @@ def _person(args: Args, prefix: str = "") -> Person:
     )
 
 
+def _rebuild_analytics_rollups(admin: DirectoryAdmin, args: Args) -> dict[str, Any]:
+    """The recovery path of the analytics rollups (migration 0023): recomputed from the organization's leads,
+    status history, touches and deals, replacing its rollup rows in this command's transaction."""
+    from leadcrm.analytics.jobs import rebuild_rollups
+
+    organization_id = admin.live_organization(_text(args, "organizationId") or "")
+    return {"organizationId": str(organization_id), "leadsCounted": rebuild_rollups(admin.connection, organization_id)}
+
+
 COMMANDS: dict[str, Callable[[DirectoryAdmin, Args], dict[str, Any]]] = {
     "create-organization": lambda admin, a: admin.create_organization(
         name=_text(a, "name") or "",
@@ -66,6 +75,7 @@ COMMANDS: dict[str, Callable[[DirectoryAdmin, Args], dict[str, Any]]] = {
         organization_id=_text(a, "organizationId") or "", member=_text(a, "member") or ""
     ),
     "show-organization": lambda admin, a: admin.show_organization(organization_id=_text(a, "organizationId") or ""),
+    "rebuild-analytics-rollups": lambda admin, a: _rebuild_analytics_rollups(admin, a),
 }
 
 

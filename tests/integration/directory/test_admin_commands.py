@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 
+from leadcrm.analytics.tables import analytics_daily_funnel
 from leadcrm.directory.tables import memberships, organizations
 from leadcrm.platform.db.engine import get_engine
 from tests.support.api import call_api, leads_path
@@ -172,3 +173,25 @@ def test_the_cli_runs_locally_against_the_configured_database(capsys: pytest.Cap
     answer = json.loads(out[out.index("{\n") :])
     assert code == 0 and answer["ok"] and answer["data"]["name"] == "CLI Studio"
     assert call_api("GET", leads_path(answer["data"]["organizationId"]), sub="cli").status == 200
+
+
+def test_rebuild_analytics_rollups_recomputes_an_organizations_rollups(admin) -> None:
+    org_id, subject = _organization(admin)
+    created = call_api("POST", leads_path(org_id), sub=subject, body={"name": "Noa", "phone": "+972501234567"})
+    assert created.status == 201, created.body
+    with get_engine().begin() as conn:
+        conn.execute(
+            delete(analytics_daily_funnel).where(analytics_daily_funnel.c.organization_id == uuid.UUID(org_id))
+        )
+    answer = admin("rebuild-analytics-rollups", organizationId=org_id)
+    assert answer == {"ok": True, "data": {"organizationId": org_id, "leadsCounted": 1}}
+    with get_engine().connect() as conn:
+        rows = conn.execute(
+            select(func.count()).where(analytics_daily_funnel.c.organization_id == uuid.UUID(org_id))
+        ).scalar_one()
+    assert rows > 0
+
+
+def test_rebuild_analytics_rollups_of_an_unknown_organization_is_refused(admin) -> None:
+    answer = admin("rebuild-analytics-rollups", organizationId=str(uuid.uuid4()))
+    assert answer["error"]["code"] == "ORGANIZATION_NOT_FOUND"

@@ -190,6 +190,15 @@ class DirectoryAdmin:
         if not self._apply(detail_type, detail):
             raise AdminError(code, f"{detail_type} was refused; the log line of this run says why.")
 
+    @property
+    def connection(self) -> Connection:
+        """The command's transaction, for an operator job of another capability (admin.handler)."""
+        return self._conn
+
+    def live_organization(self, organization_id: str) -> uuid.UUID:
+        """The id of a live organization, or ORGANIZATION_NOT_FOUND."""
+        return self._organization(organization_id)
+
     def _organization(self, organization_id: str) -> uuid.UUID:
         org_id = parse_uuid(organization_id)
         live = (
