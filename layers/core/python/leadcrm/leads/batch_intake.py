@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.directory.rules import phone_region
 from leadcrm.leads.dedup import ExistingLead, IntakeContext, match_candidate, same_person_candidates
-from leadcrm.leads.intake import DuplicateLead, Intake, IntakeOutcome, NewLead, _reopen_returning, record_receipt
+from leadcrm.leads.intake import DuplicateLead, Intake, IntakeOutcome, NewLead, record_receipt, reopen_returning
 from leadcrm.leads.messages import CreationWrites, LeadsCreated
 from leadcrm.leads.pseudonym_tokens import find_pseudonymized
 from leadcrm.leads.rules.identity import last_seven_digits
@@ -94,7 +94,7 @@ def intake_many(
             creates.append(_Create(len(results), uuid7(), arrival))
             results.append(None)
             continue
-        reopened = _reopen_returning(uow, organization_id, existing, new, None, arrival.via)
+        reopened = reopen_returning(uow, organization_id, existing, new, None, arrival.via)
         if reopened is None:
             results.append(DuplicateLead(existing))
             continue

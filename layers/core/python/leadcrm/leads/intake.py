@@ -145,7 +145,7 @@ def intake_lead(
     if dedup:
         existing = find_same_person(conn, organization_id, new.email, new.phone, context=context)
         if existing is not None:
-            reopened = _reopen_returning(uow, organization_id, existing, new, actor_user_id, via)
+            reopened = reopen_returning(uow, organization_id, existing, new, actor_user_id, via)
             if reopened is None:
                 raise DuplicateLead(existing)
             record_receipt(
@@ -178,7 +178,7 @@ def intake_lead(
     return Intake(lead, IntakeOutcome.CREATED)
 
 
-def _reopen_returning(
+def reopen_returning(
     uow: UnitOfWork,
     organization_id: uuid.UUID,
     existing: ExistingLead,
