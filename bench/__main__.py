@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import create_engine
 from sqlalchemy.pool import NullPool
 
-from bench import analytics, api_load, bulk_moves, imports, ingestion, intake, statements, targets
+from bench import analytics, api_load, bulk_moves, imports, ingestion, intake, reports_rollups, statements, targets
 from bench.attention import measure_attention, report_lines, seed_attention
 from bench.database import bench_database
 from bench.measure import Latency
@@ -128,6 +128,8 @@ def measure_leads(ctx: Context) -> dict[str, Any]:
     return results
 
 
+REPORT_REQUESTS = 50  # each source-rows baseline walks the big organization's history: ~0.5 s a call
+
 # Every benchmark `make bench` runs, in order. Another area plugs its own in with one row.
 SCENARIOS: list[Scenario] = [
     Scenario("imports", lambda ctx: imports.measure_imports(), imports.report_lines),
@@ -137,6 +139,11 @@ SCENARIOS: list[Scenario] = [
         "bulkMove",
         lambda ctx: bulk_moves.measure_bulk_moves(ctx.url, ctx.org, ctx.scale.big_org_leads, log),
         bulk_moves.report_lines,
+    ),
+    Scenario(
+        "reports",
+        lambda ctx: reports_rollups.measure_reports(ctx.org.owner, requests=REPORT_REQUESTS, warmup=3),
+        reports_rollups.report_lines,
     ),
     Scenario(
         "ingestion", lambda ctx: ingestion.measure_in_child(ctx.url, ctx.scale.name == "quick"), ingestion.report_lines
