@@ -261,31 +261,42 @@ def _ingest_together(pending: dict[int, _Routable]) -> dict[int, Ingested]:
                 results[index] = Ingested(routable.lead.channel, routable.lead.external_ref, Outcome.NO_CONNECTION)
             else:
                 routed[index] = _Routed(connection.organization_id, routable.lead)
-        claimed = _claim_all(conn, routed)
-        for index, item in routed.items():
-            if index not in claimed:
-                results[index] = Ingested(
-                    item.lead.channel, item.lead.external_ref, Outcome.REPLAYED, item.organization_id
-                )
-        owned = {index: routed[index] for index in sorted(claimed)}
-        if owned:
-            hooks = _campaign_hooks(conn, owned.values())
-            contexts = _open_intakes(conn, owned.values())
-            campaigns = {index: _campaign_of(item, hooks) for index, item in owned.items()}
-            taken: dict[int, tuple[uuid.UUID, Outcome]] = {}
-            for organization_id in contexts:
-                mine = {index: item for index, item in owned.items() if item.organization_id == organization_id}
-                taken.update(_take_in_all(uow, organization_id, mine, campaigns, contexts[organization_id]))
-            attributions = []
-            for index, item in owned.items():
-                lead_id, outcome = taken[index]
-                attributions.append(_attribution_row(item, lead_id, campaigns[index]))
-                results[index] = Ingested(
-                    item.lead.channel, item.lead.external_ref, outcome, item.organization_id, lead_id
-                )
-            _attribute_and_settle(conn, attributions, [results[index] for index in owned])
+        _take_in_routed(uow, routed, results)
         uow.commit()
     return results
+
+
+def ingest(organization_id: uuid.UUID, lead: WebhookLead) -> Ingested:
+    """One lead already routed to its organization, taken in as a batch of one; one transaction."""
+    results: dict[int, Ingested] = {}
+    with UnitOfWork() as uow:
+        _take_in_routed(uow, {0: _Routed(organization_id, lead)}, results)
+        uow.commit()
+    return results[0]
+
+
+def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[int, Ingested]) -> None:
+    """Claim, hook, lock, take in and attribute the routed deliveries, in the caller's unit of work."""
+    conn = uow.connection
+    claimed = _claim_all(conn, routed)
+    for index, item in routed.items():
+        if index not in claimed:
+            results[index] = Ingested(item.lead.channel, item.lead.external_ref, Outcome.REPLAYED, item.organization_id)
+    owned = {index: routed[index] for index in sorted(claimed)}
+    if owned:
+        hooks = _campaign_hooks(conn, owned.values())
+        contexts = _open_intakes(conn, owned.values())
+        campaigns = {index: _campaign_of(item, hooks) for index, item in owned.items()}
+        taken: dict[int, tuple[uuid.UUID, Outcome]] = {}
+        for organization_id in contexts:
+            mine = {index: item for index, item in owned.items() if item.organization_id == organization_id}
+            taken.update(_take_in_all(uow, organization_id, mine, campaigns, contexts[organization_id]))
+        attributions = []
+        for index, item in owned.items():
+            lead_id, outcome = taken[index]
+            attributions.append(_attribution_row(item, lead_id, campaigns[index]))
+            results[index] = Ingested(item.lead.channel, item.lead.external_ref, outcome, item.organization_id, lead_id)
+        _attribute_and_settle(conn, attributions, [results[index] for index in owned])
 
 
 def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
