@@ -1,6 +1,7 @@
 """The analytics rollups equal a rebuild from the source rows after any history of writes (creates, status
 moves, touches, deals closed won, merges, undone merges, erasures): every writer keeps them in its own
-transaction (migration 0023's statement triggers). ROLLUP_PROPERTY_EXAMPLES sets how many random histories
+transaction (the statement triggers of migrations 0023 and 0025: a difference for appended status events, new
+leads and first touches, a refresh from the source rows for the rest). ROLLUP_PROPERTY_EXAMPLES sets how many random histories
 run (default: a few seconds' worth)."""
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ operation = st.one_of(
     st.tuples(st.just("create"), st.booleans()),
     st.tuples(st.just("status"), index, st.sampled_from(STATUSES)),
     st.tuples(st.just("touch"), index, st.booleans(), st.integers(min_value=-30, max_value=30)),
+    st.tuples(st.just("stage"), index, st.sampled_from(STATUSES)),
+    st.tuples(st.just("bulk_move"), st.lists(index, min_size=1, max_size=6), st.sampled_from(STATUSES)),
     st.tuples(st.just("deal_won"), index),
     st.tuples(st.just("merge"), index, index),
     st.tuples(
@@ -58,9 +61,22 @@ class History:
             body = {"campaignId": str(self.campaign)} if op[1] else {}
             self.alive.append(create_lead(self.owner, "Rollup lead", **body)["id"])
             return
+        if kind == "bulk_move":
+            chosen = list(dict.fromkeys(lead for lead in map(self.pick, op[1]) if lead))
+            body = {"stageId": str(self.board.stages[op[2]]), "leadIds": chosen}
+            if op[2] == "lost":
+                body["lostReason"] = "price"
+            response = call_api("POST", f"{leads_path(self.owner.org_id)}/bulk-move-stage", sub=self.owner.sub, body=body)
+            self.done.append(f"bulk_move:{response.status}")
+            return
         lead = self.pick(op[1]) if len(op) > 1 else None
         if kind == "status" and lead:
             patch_lead(self.owner, lead, {"status": op[2]})
+        elif kind == "stage" and lead:
+            body = {"stageId": str(self.board.stages[op[2]])}
+            if op[2] == "lost":
+                body["lostReason"] = "price"
+            self.done.append(f"stage:{patch_lead(self.owner, lead, body).status}")
         elif kind == "touch" and lead:
             at = datetime.now(UTC) + timedelta(days=op[3])
             add_touch(self.board, lead, at, self.campaign if op[2] else None)
@@ -111,4 +127,4 @@ def test_a_rebuild_of_an_organization_without_leads_leaves_nothing():
     owner = make_caller(role="owner")
     with get_engine().begin() as conn:
         assert rebuild_rollups(conn, owner.org_id) == 0
-        assert rollup_snapshot(conn, owner.org_id) == {"funnel": [], "stages": [], "acquired": [], "facts": []}
+        assert rollup_snapshot(conn, owner.org_id) == {"funnel": [], "stages": [], "acquired": [], "facts": [], "leadStages": []}

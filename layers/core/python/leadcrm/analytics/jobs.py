@@ -1,6 +1,6 @@
 """Analytics jobs: rebuilding an organization's rollups from the source rows.
 
-The rollups (migration 0023) are kept by statement triggers in every writer's transaction; this job is the
+The rollups (migrations 0023 and 0025) are kept by statement triggers in every writer's transaction; this job is the
 recovery path (and the property tests' reference): it drops the organization's facts and rollup rows and
 recomputes them with the same database function the triggers call, from leads, lead_status_events,
 lead_touches and deals.
@@ -47,6 +47,7 @@ def rollup_snapshot(conn: Connection, organization_id: uuid.UUID) -> dict[str, A
     stages = analytics_daily_stages
     acquired = analytics_daily_acquired
     facts = analytics_lead_facts
+    lead_stages = analytics_lead_stage_facts
     return {
         "funnel": sorted(
             conn.execute(
@@ -95,7 +96,24 @@ def rollup_snapshot(conn: Connection, organization_id: uuid.UUID) -> dict[str, A
                     facts.c.campaign_id,
                     facts.c.channel,
                     facts.c.won_at,
+                    facts.c.last_event_at,
+                    facts.c.last_event_id,
+                    facts.c.last_stage_id,
                 ).where(facts.c.organization_id == organization_id)
+            )
+        ),
+        "leadStages": sorted(
+            (str(row[0]), str(row[1]), row[2], round(float(row[3]), 3), row[4])
+            for row in conn.execute(
+                select(
+                    lead_stages.c.lead_id,
+                    lead_stages.c.stage_id,
+                    lead_stages.c.completed,
+                    lead_stages.c.seconds,
+                    lead_stages.c.current,
+                )
+                .join(facts, facts.c.lead_id == lead_stages.c.lead_id)
+                .where(facts.c.organization_id == organization_id)
             )
         ),
     }

@@ -63,6 +63,10 @@ analytics_lead_facts = Table(
     Column("campaign_id", Uuid),
     Column("channel", Text),
     Column("won_at", DateTime(timezone=True)),
+    # The lead's last status event (migration 0025): what the next appended events take the difference from.
+    Column("last_event_at", DateTime(timezone=True)),
+    Column("last_event_id", Uuid),
+    Column("last_stage_id", Uuid),
     Index(
         "ix_analytics_lead_facts_org_day_won",
         "organization_id",
