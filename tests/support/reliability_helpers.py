@@ -319,7 +319,8 @@ def in_days(days: float) -> str:
 # What an organization owns: every row of every table with an organization_id column (all columns, so any
 # write shows), and the organization's own row (its settings, e.g. the default assignee). Built from the
 # schema, so a new area's tables are covered the day they land. One statement (one scalar subquery per
-# table, rows in a stable order): the authorization matrix takes two digests for most of its ~2,000 cells.
+# table, rows in a stable order, each table's text digested where it is: only the digests travel): the
+# authorization matrix takes two digests for most of its ~2,000 cells.
 def _owned_tables() -> tuple[str, ...]:
     from leadcrm.platform.db.schema import all_tables
 
@@ -328,9 +329,9 @@ def _owned_tables() -> tuple[str, ...]:
 
 @functools.cache
 def _fingerprint_statement(ignoring: frozenset[str]) -> str:
-    columns = ["(SELECT to_jsonb(o)::text FROM organizations o WHERE id = :o) AS organization"]
+    columns = ["(SELECT md5(to_jsonb(o)::text) FROM organizations o WHERE id = :o) AS organization"]
     columns += [
-        f"(SELECT coalesce(string_agg(r, E'\\n' ORDER BY r), '') FROM"
+        f"(SELECT md5(coalesce(string_agg(r, E'\\n' ORDER BY r), '')) FROM"
         f" (SELECT to_jsonb(t)::text AS r FROM {name} t WHERE organization_id = :o) owned) AS {name}"
         for name in _owned_tables()
         if name not in ignoring
