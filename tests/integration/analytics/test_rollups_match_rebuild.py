@@ -66,7 +66,9 @@ class History:
             body = {"stageId": str(self.board.stages[op[2]]), "leadIds": chosen}
             if op[2] == "lost":
                 body["lostReason"] = "price"
-            response = call_api("POST", f"{leads_path(self.owner.org_id)}/bulk-move-stage", sub=self.owner.sub, body=body)
+            response = call_api(
+                "POST", f"{leads_path(self.owner.org_id)}/bulk-move-stage", sub=self.owner.sub, body=body
+            )
             self.done.append(f"bulk_move:{response.status}")
             return
         lead = self.pick(op[1]) if len(op) > 1 else None
@@ -127,4 +129,10 @@ def test_a_rebuild_of_an_organization_without_leads_leaves_nothing():
     owner = make_caller(role="owner")
     with get_engine().begin() as conn:
         assert rebuild_rollups(conn, owner.org_id) == 0
-        assert rollup_snapshot(conn, owner.org_id) == {"funnel": [], "stages": [], "acquired": [], "facts": [], "leadStages": []}
+        assert rollup_snapshot(conn, owner.org_id) == {
+            "funnel": [],
+            "stages": [],
+            "acquired": [],
+            "facts": [],
+            "leadStages": [],
+        }

@@ -316,4 +316,4 @@ def _previous_refresh() -> str:
     functions: str = module.FUNCTIONS
     start = functions.index("CREATE FUNCTION analytics_refresh_leads")
     end = functions.index("-- Which leads a statement touched")
-    return "CREATE OR REPLACE" + functions[start + len("CREATE"):end]
+    return "CREATE OR REPLACE" + functions[start + len("CREATE") : end]
