@@ -1,8 +1,8 @@
 """The analytics rollups equal a rebuild from the source rows after any history of writes (creates, status
 moves, touches, deals closed won, merges, undone merges, erasures): every writer keeps them in its own
 transaction (the statement triggers of migrations 0023 and 0025: a difference for appended status events, new
-leads and first touches, a refresh from the source rows for the rest). ROLLUP_PROPERTY_EXAMPLES sets how many random histories
-run (default: a few seconds' worth)."""
+leads and first touches, a refresh from the source rows for the rest). ROLLUP_PROPERTY_EXAMPLES sets how
+many random histories run (default: a few seconds' worth)."""
 
 from __future__ import annotations
 
