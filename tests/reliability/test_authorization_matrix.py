@@ -119,12 +119,15 @@ def test_each_caller_gets_the_expected_answer_on_own_and_foreign_ids(key, worlds
             target = ours if ids == "own" else theirs
             status, code = expected(row, cell)
             must_not_change = (ids == "foreign" and row.gate is not PUBLIC) or not 200 <= status < 300
-            if not 200 <= status < 300:
-                if ids not in unchanged_requests:
-                    unchanged_requests[ids] = row.request(target)
+            if not 200 <= status < 300 and ids in unchanged_requests:
                 request = unchanged_requests[ids]
             else:
+                # Building a request writes the rows it names (a bulk route's fresh leads) into the target: a
+                # digest taken before that no longer describes the organization as the call finds it.
                 request = row.request(target)
+                digests.pop(ids, None)
+                if not 200 <= status < 300:
+                    unchanged_requests[ids] = request
             if must_not_change:
                 before = digests.get(ids) or org_fingerprint(target.id)
             response = _call(key, ours, request, _subject(caller, ours, theirs, loner))
