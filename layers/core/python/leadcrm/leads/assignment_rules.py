@@ -78,7 +78,7 @@ def read_rule(conn: Connection, organization_id: uuid.UUID, rule_id: uuid.UUID) 
 
 def _departed(organization_id: uuid.UUID) -> Any:
     """The rule's named people who are not active staff of the organization any more (an array)."""
-    person = func.unnest(rules_table.c.user_ids).table_valued("user_id").alias("person")
+    person = func.unnest(rules_table.c.user_ids).table_valued("user_id").render_derived(name="person")
     still_staff = (
         select(memberships.c.id)
         .where(
