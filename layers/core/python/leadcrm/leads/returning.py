@@ -39,9 +39,8 @@ from sqlalchemy import ColumnElement, Connection, and_, case, delete, func, inse
 
 from leadcrm.directory.default_assignee import default_assignee as organization_default_assignee
 from leadcrm.directory.rules import Actor, system_actor
-from leadcrm.directory.tables import organizations
 from leadcrm.leads.activity import record_activities
-from leadcrm.leads.assignment import Placed, has_rules, lead_traits, place, rule_activity_row
+from leadcrm.leads.assignment import Placed, lead_traits, organization_rules, place, rule_activity_row
 
 # The move machinery every primary move shares (PATCH, set-primary, bulk moves): the same row values,
 # status event, stage_moved payload and lead.status_changed, so a reopen's history reads like any move.
@@ -238,12 +237,9 @@ def _rule_owner(
     place it (leads.assignment), before the default assignee; one statement when it has no rules."""
     if row["assigned_to_user_id"] is not None or sales_owner is not None:
         return None
-    settings = conn.execute(
-        select(organizations.c.timezone, has_rules(organizations.c.id)).where(organizations.c.id == organization_id)
-    ).first()
-    if settings is None or not settings[1]:
+    timezone, any_rules = organization_rules(conn, organization_id)
+    if not any_rules:
         return None
-    timezone = settings[0]
     traits = lead_traits(
         source=row["source"],
         campaign_id=row["campaign_id"] or touch.campaign_id,

@@ -6,7 +6,8 @@ Create Date: 2026-12-05
 
 `lead_assignment_rules`: the organization's ordered rules that give a lead arriving without an owner one
 (leads.assignment). `staff_availability`: away-until and working hours per staff member and organization.
-Expand-only: two new tables.
+`lead_import_jobs.apply_assignment_rules`: the CSV import option that runs the rules on the leads it creates.
+Expand-only: two new tables and a column with a default.
 """
 
 from __future__ import annotations
@@ -85,8 +86,13 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("organization_id", "user_id", name=op.f("pk_staff_availability")),
     )
+    op.add_column(
+        "lead_import_jobs",
+        sa.Column("apply_assignment_rules", sa.Boolean(), server_default=sa.text("false"), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_column("lead_import_jobs", "apply_assignment_rules")
     op.drop_table("staff_availability")
     op.drop_table("lead_assignment_rules")
