@@ -237,3 +237,17 @@ def test_twenty_leads_at_once_over_two_coaches_spread_ten_and_ten(private_engine
     _all_at_once(20, submit)
 
     assert owners(owner.org_id) == {ada.user.id: 10, ben.user.id: 10}
+
+
+def test_the_work_queues_unassigned_reason_shows_only_leads_no_rule_could_place(owner, coaches):
+    add_rule(owner, name="Hebrew", strategy="fixed", userIds=[str(coaches[0].user.id)], languages=["he"])
+    assert capture(owner.org_id, {"name": "Dana", "email": "dana@example.com", "locale": "he-IL"}).status == 201
+    assert capture(owner.org_id, {"name": "Ann", "email": "ann@example.com", "locale": "en-GB"}).status == 201
+
+    queue = call_api(
+        "GET", f"/organizations/{owner.org_id}/leads/queue", sub=owner.sub, query={"reason": "unassigned"}
+    ).body["data"]
+
+    unplaced = [row["id"] for row in lead_rows(owner.org_id) if row["assigned_to_user_id"] is None]
+    assert [item["id"] for item in queue] == [str(lead_id) for lead_id in unplaced]
+    assert len(unplaced) == 1
