@@ -7,14 +7,17 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
-from api.fields import Omittable
+from api.fields import Instant, Omittable
 from api.schemas import CamelModel, OutModel
 from leadcrm.leads.rules.assignment import Strategy, format_clock, parse_clock
 
-Clock = Annotated[str, Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, 00:00-23:59")]
+Clock = Annotated[
+    str, Field(min_length=5, max_length=5, pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, 00:00-23:59")
+]
 Text = Annotated[str, Field(min_length=1, max_length=200)]
+Language = Annotated[str, Field(min_length=2, max_length=3, pattern=r"^[A-Za-z]{2,3}$", description="ISO 639, e.g. he")]
 _EXAMPLE_USER = "0190b6a2-7c3e-7a12-9a51-3f0e8c2b1a12"
 
 
@@ -27,7 +30,7 @@ class RuleFields(CamelModel):
     pipeline_ids: list[uuid.UUID] | None = Field(default=None, max_length=50)
     # The Meta lead form id or the WhatsApp number id (phone_number_id) a lead came through.
     form_refs: list[Text] | None = Field(default=None, max_length=100)
-    languages: list[Annotated[str, Field(pattern=r"^[A-Za-z]{2,3}$")]] | None = Field(default=None, max_length=20)
+    languages: list[Language] | None = Field(default=None, max_length=20)
     # Time of day in the organization's timezone, [from, to); from after to wraps midnight; both or neither.
     hours_from: Clock | None = None
     hours_to: Clock | None = None
@@ -158,16 +161,9 @@ class AvailabilityBody(CamelModel):
         }
     )
     # Away until this instant (null: not away). Past it the person is back without anyone touching it.
-    away_until: datetime | None = None
+    away_until: Instant | None = None
     # In the organization's timezone; empty: any time. A window ending before it starts runs past midnight.
     working_hours: list[WorkingWindow] = Field(default_factory=list, max_length=50)
-
-    @field_validator("away_until")
-    @classmethod
-    def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            raise ValueError("give the instant with its offset (e.g. Z)")
-        return value
 
     def stored_hours(self) -> list[dict[str, Any]]:
         return [{"day": w.day, "from": w.from_, "to": w.to} for w in self.working_hours]
