@@ -251,3 +251,15 @@ def test_the_work_queues_unassigned_reason_shows_only_leads_no_rule_could_place(
     unplaced = [row["id"] for row in lead_rows(owner.org_id) if row["assigned_to_user_id"] is None]
     assert [item["id"] for item in queue] == [str(lead_id) for lead_id in unplaced]
     assert len(unplaced) == 1
+
+
+def test_a_staff_create_without_an_assignee_is_placed_and_one_with_an_assignee_keeps_it(owner, coaches):
+    ada, ben = coaches
+    add_rule(owner, name="Ada", strategy="fixed", userIds=[str(ada.user.id)])
+    path = f"/organizations/{owner.org_id}/leads"
+
+    placed = call_api("POST", path, sub=owner.sub, body={"name": "Walk-in"}).body["data"]
+    chosen = call_api("POST", path, sub=owner.sub, body={"name": "Ben's", "assigneeUserId": str(ben.user.id)})
+
+    assert placed["assigneeUserId"] == str(ada.user.id)
+    assert chosen.body["data"]["assigneeUserId"] == str(ben.user.id)
