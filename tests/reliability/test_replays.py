@@ -500,6 +500,14 @@ def _ticket_create(_: Stage) -> Delivery:
     )
 
 
+def _assignment_rule_create(_: Stage) -> Delivery:
+    world = make_world()
+    body = {"name": "Coach takes all", "strategy": "fixed", "userIds": [str(world.user_ids["coach"])]}
+    return Delivery(
+        _keyed_post(world, "/lead-assignment-rules", body, 201), lambda: _org_counts(world.id, "lead_assignment_rules")
+    )
+
+
 def _conversation_send(_: Stage) -> Delivery:
     """A send mails once: a concurrent retry of the same key is told the send is in progress (409)."""
     world = make_world()
@@ -646,6 +654,7 @@ ENTRIES = [
     Entry("ingestion: SES mail to the support address", _support_mail),
     Entry("api: deal create with Idempotency-Key", _deal_create),
     Entry("api: ticket create with Idempotency-Key", _ticket_create),
+    Entry("api: assignment rule create with Idempotency-Key", _assignment_rule_create),
     Entry("api: conversation send with Idempotency-Key", _conversation_send),
     Entry("api: conversation open and send with Idempotency-Key", _conversation_open_and_send),
 ]

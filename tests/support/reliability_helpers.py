@@ -214,6 +214,14 @@ class OrgWorld:
         self.routing_rule()
         return [r["id"] for r in self.api("GET", "/ticket-routing-rules").data]
 
+    def assignment_rule(self) -> str:
+        body = {"name": f"Rule {uuid.uuid4().hex[:6]}", "strategy": "fixed", "userIds": [str(self.user_ids["coach"])]}
+        return self.api("POST", "/lead-assignment-rules", body=body).data["id"]
+
+    def assignment_rule_ids(self) -> list[str]:
+        self.assignment_rule()
+        return [r["id"] for r in self.api("GET", "/lead-assignment-rules").data]
+
     # -- conversations, consent, bulk email -----------------------------------------------------------
     def emailable_lead(self) -> str:
         lead_id = self.lead(email=f"{uuid.uuid4().hex[:10]}@example.com")
