@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from sqlalchemy import (
-    ARRAY,
     Boolean,
     CheckConstraint,
     Column,
@@ -16,7 +15,7 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from leadcrm.platform.db.columns import created_at_column, id_column, metadata, one_of, org_column, updated_at_column
 
