@@ -40,6 +40,7 @@ JOB_RATES_SECONDS = {
     "ticket_sweep": 60,
     "bulk_email": 60,
     "queued_email_sweep": 300,
+    "webhook_delivery_sweep": 60,
 }
 # Local pseudonym master key (README: Configuration); AWS reads it from Secrets Manager (PSEUDONYM_SECRET_ARN).
 LOCAL_PSEUDONYM_KEY = "local-pseudonym-key"
