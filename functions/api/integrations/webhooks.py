@@ -11,9 +11,9 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from api.http import caller, entity_id, json_response
 from api.integrations.schemas_integrations import (
     CreateWebhookSubscriptionBody,
-    WebhookDeliveryStatus,
     UpdateWebhookSubscriptionBody,
     WebhookDelivery,
+    WebhookDeliveryStatus,
     WebhookSubscription,
     WebhookSubscriptionWithSecret,
 )
