@@ -35,8 +35,9 @@ from leadcrm.platform.db.now import sql_now
 logger = logging.getLogger(__name__)
 
 QUEUE_URL = "WEBHOOK_DELIVERY_QUEUE_URL"
-# Longer than the function's whole batch (10 posts at 10 s) and SQS's retry of a report that failed.
-LEASE = timedelta(minutes=5)
+# Longer than the function's visibility timeout (9 minutes: a batch of 5 posts at up to 15 s each, six times over):
+# a report that is only late does not make the sweep send again.
+LEASE = timedelta(minutes=10)
 SQS_BATCH = 10
 
 
