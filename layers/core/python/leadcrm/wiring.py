@@ -30,6 +30,7 @@ from sqlalchemy import Connection
 from leadcrm.conversations.jobs import APPLIED_EVENTS_RETENTION
 from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
 from leadcrm.ingestion.jobs import CLAIMS_RETENTION
+from leadcrm.integrations.retention import DELIVERIES_RETENTION
 from leadcrm.leads import rate_limits
 from leadcrm.leads.messages import (
     LeadBecameMember,
@@ -159,6 +160,7 @@ RETAINED: tuple[Retention, ...] = (
     CLAIMS_RETENTION,
     APPLIED_EVENTS_RETENTION,
     outbox.RETENTION,
+    DELIVERIES_RETENTION,
 )
 
 JOBS: dict[str, Callable[[], dict[str, int]]] = {
