@@ -6,6 +6,7 @@ Backoff is played forward with the platform clock."""
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -264,3 +265,46 @@ def test_an_endpoint_that_points_at_a_private_address_at_send_time_is_refused_an
         "GET", f"/organizations/{owner.org_id}/webhook-subscriptions/{subscription['id']}", sub=owner.sub
     ).data
     assert (found["enabled"], found["disabledReason"]) == (False, "WEBHOOK_ADDRESS_NOT_PUBLIC")
+
+
+def test_the_same_event_to_the_same_endpoint_always_gets_the_same_delivery_id(owner, receiver, delivery_queue):
+    from leadcrm.integrations.fanout import delivery_id
+
+    subscription_id, event_id = uuid.uuid4(), uuid.uuid4()
+    assert delivery_id(subscription_id, event_id, "lead.created") == delivery_id(
+        subscription_id, event_id, "lead.created"
+    )
+    assert delivery_id(subscription_id, event_id, "lead.created") != delivery_id(
+        subscription_id, event_id, "lead.status_changed"
+    )
+
+
+def test_enabling_an_endpoint_again_sends_what_waited_with_a_new_day_of_retries(owner, lifecycle_queue, delivery_queue):
+    with webhook_receiver(status=500) as receiver:
+        subscription = _subscribe(owner, receiver.url)
+        path = f"/organizations/{owner.org_id}/webhook-subscriptions/{subscription['id']}"
+        assert call_api("PATCH", path, sub=owner.sub, body={"enabled": False}).status == 200
+        with get_engine().begin() as conn:  # a delivery left waiting while it was disabled, its day long gone
+            conn.execute(
+                webhook_deliveries.insert().values(
+                    id=uuid.uuid4(),
+                    organization_id=owner.org_id,
+                    subscription_id=subscription["id"],
+                    event_id=uuid.uuid4(),
+                    event_type="lead.created",
+                    payload={},
+                    occurred_at=clock.now() - timedelta(days=3),
+                    attempts=4,
+                    first_attempt_at=clock.now() - timedelta(days=3),
+                    next_attempt_at=clock.now() - timedelta(days=2),
+                )
+            )
+        assert _sweep()["due"] >= 0 and receiver.requests == []  # disabled: nothing sent
+
+        enabled = call_api("PATCH", path, sub=owner.sub, body={"enabled": True}).data
+        assert (enabled["enabled"], enabled["disabledReason"]) == (True, None)
+        _sweep()
+        _settle(lifecycle_queue, delivery_queue)
+        receiver.wait_for(1)
+        [delivery] = _deliveries(subscription["id"])
+        assert delivery["status"] == "pending" and delivery["attempts"] == 5  # retried, not given up

@@ -21,11 +21,18 @@ from leadcrm.integrations.rules.events import webhook_data, webhook_types
 from leadcrm.integrations.tables import webhook_deliveries, webhook_subscriptions
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.transactions import transaction
-from leadcrm.platform.ids import parse_uuid, uuid7
+from leadcrm.platform.ids import parse_uuid
 
 logger = logging.getLogger(__name__)
 
 SWEEP_BATCH = 200
+# Delivery ids are derived from (endpoint, event, type): the same event to the same endpoint has the same
+# `webhook-id` however often it is fanned out, even when a fan-out whose message went out was rolled back.
+DELIVERY_NAMESPACE = uuid.UUID("6f1b7c3e-2a5d-4e8f-9b0c-1d2e3f405162")
+
+
+def delivery_id(subscription_id: uuid.UUID, event_id: uuid.UUID, webhook_type: str) -> uuid.UUID:
+    return uuid.uuid5(DELIVERY_NAMESPACE, f"{subscription_id}:{event_id}:{webhook_type}")
 
 
 def fan_out(conn: Connection, detail: dict[str, Any]) -> bool:
@@ -50,7 +57,7 @@ def fan_out(conn: Connection, detail: dict[str, Any]) -> bool:
     occurred_at = _instant(detail.get("occurredAt"))
     rows = [
         {
-            "id": uuid7(),
+            "id": delivery_id(subscription_id, event_id, webhook_type),
             "organization_id": organization_id,
             "subscription_id": subscription_id,
             "event_id": event_id,

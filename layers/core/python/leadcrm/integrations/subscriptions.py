@@ -18,7 +18,7 @@ from leadcrm.directory.rules import Actor
 from leadcrm.integrations.endpoints import checked_target
 from leadcrm.integrations.rules.addresses import Refused
 from leadcrm.integrations.rules.signing import new_secret
-from leadcrm.integrations.tables import webhook_subscriptions
+from leadcrm.integrations.tables import webhook_deliveries, webhook_subscriptions
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.errors import BadRequest, Conflict, NotFound
 from leadcrm.platform.ids import uuid7
@@ -121,6 +121,13 @@ def update_subscription(
         values["enabled"] = changes["enabled"]
         values["disabled_reason"] = None if changes["enabled"] else "disabled_by_staff"
         values["disabled_at"] = None if changes["enabled"] else sql_now()
+    if changes.get("enabled"):
+        # enabled again: what waited is due now, with a new day of retries
+        conn.execute(
+            update(webhook_deliveries)
+            .where(webhook_deliveries.c.subscription_id == subscription_id, webhook_deliveries.c.status == "pending")
+            .values(first_attempt_at=None, next_attempt_at=sql_now(), updated_at=sql_now())
+        )
     row = (
         conn.execute(
             update(webhook_subscriptions)
