@@ -55,15 +55,31 @@ class Outcome:
     refusal: str | None = None
 
 
+def tls_context() -> ssl.SSLContext:
+    """The system's trust store, hostname checked (a test trusts its own certificate here)."""
+    return ssl.create_default_context()
+
+
+def _connect_to_one_of(addresses: list[Address], port: int) -> socket.socket:
+    """The first of the checked addresses that answers (a name may give IPv6 and IPv4; one may be down)."""
+    failure: OSError = OSError("no address")
+    for address in addresses:
+        try:
+            return socket.create_connection((str(address), port), timeout=CONNECT_TIMEOUT)
+        except OSError as error:
+            failure = error
+    raise failure
+
+
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     """HTTPS to the address we checked, TLS verified against the URL's name (SNI and certificate)."""
 
-    def __init__(self, target: Target, address: Address, timeout: float) -> None:
-        super().__init__(target.host, target.port, timeout=timeout, context=ssl.create_default_context())
-        self._address = address
+    def __init__(self, target: Target, addresses: list[Address], timeout: float) -> None:
+        super().__init__(target.host, target.port, timeout=timeout, context=tls_context())
+        self._addresses = addresses
 
     def connect(self) -> None:
-        sock = socket.create_connection((str(self._address), self.port), timeout=CONNECT_TIMEOUT)
+        sock = _connect_to_one_of(self._addresses, self.port)
         sock.settimeout(self.timeout)
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
@@ -71,12 +87,12 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
 class _PinnedHTTPConnection(http.client.HTTPConnection):
     """Plain http, only ever to an allow-listed address (local receivers)."""
 
-    def __init__(self, target: Target, address: Address, timeout: float) -> None:
+    def __init__(self, target: Target, addresses: list[Address], timeout: float) -> None:
         super().__init__(target.host, target.port, timeout=timeout)
-        self._address = address
+        self._addresses = addresses
 
     def connect(self) -> None:
-        self.sock = socket.create_connection((str(self._address), self.port), timeout=CONNECT_TIMEOUT)
+        self.sock = _connect_to_one_of(self._addresses, self.port)
         self.sock.settimeout(self.timeout)
 
 
@@ -88,7 +104,7 @@ def post(url: str, headers: dict[str, str], body: str) -> Outcome:
         return Outcome("refused", error=refused.message, refusal=refused.code)
     kind = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
     started = time.monotonic()
-    connection = kind(target, addresses[0], READ_TIMEOUT)
+    connection = kind(target, addresses, READ_TIMEOUT)
     try:
         connection.request("POST", target.path, body=body.encode(), headers={**headers, "user-agent": USER_AGENT})
         response = connection.getresponse()
