@@ -5,7 +5,8 @@
   higher one without importing it (the capabilities' import order is declared in pyproject's contracts).
 - `EVENT_REACTIONS`: domain events from the bus (the outbox, through EventBridge and SQS) and platform events,
   each with the capability reaction that applies it; the events of `scoring.RESCORING_EVENTS` also rescore
-  their lead, beside their own reaction; SES's email sending events (detail-types `Email …`) are here too.
+  their lead, beside their own reaction, and those of `WEBHOOK_EVENTS` also become outbound webhook deliveries
+  (leadcrm.integrations.fanout); SES's email sending events (detail-types `Email …`) are here too.
   Consumed by functions/task_lifecycle.
 - `JOBS`: the scheduled jobs (EventBridge Scheduler `{"job": name}`), each a capability's job function.
 
