@@ -91,8 +91,8 @@ def test_the_queue_admits_eventbridge_for_the_ses_rule_only(resources):
     [grant] = [
         s
         for s in policy["Statement"]
-        if s["Effect"] == "Allow"
-        and s.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn") == {"Fn::GetAtt": [rule_id, "Arn"]}
+        if s["Effect"] == "Allow" and s.get("Condition", {}).get("ArnEquals", {}).get("aws:SourceArn")
+        == {"Fn::GetAtt": [rule_id, "Arn"]}
     ]
     assert grant["Principal"] == {"Service": "events.amazonaws.com"}
     assert "sqs:SendMessage" in grant["Action"]
