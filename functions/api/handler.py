@@ -50,6 +50,7 @@ CAPABILITY_TAGS = {
     "Deals": "The deal pipeline, deals and their transitions, forecast, owner departure",
     "Analytics": "Lead analytics, funnel, response times and attribution (touch log, spend, campaign credit)",
     "Ingestion": "Meta and WhatsApp connections, CSV imports",
+    "Integrations": "Outbound webhooks: subscriptions, their delivery logs and replays",
     "Qualification": "Scoring models, enrichment, BANT qualification, merges and pseudonymization",
     "Organization": "The organization's settings and members",
 }
@@ -83,6 +84,7 @@ ROUTE_MODULES = tuple(
         "work.urgent_prompt",
         "ingestion.integrations",
         "ingestion.lead_imports",
+        "integrations.webhooks",
         "conversations.conversations",
         "conversations.consent",
         "conversations.bulk_email",

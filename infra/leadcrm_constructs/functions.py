@@ -1,4 +1,4 @@
-"""Functions: the seven Lambda functions, built from one code asset rooted at ``functions/``.
+"""Functions: the eight Lambda functions, built from one code asset rooted at ``functions/``.
 
 Every function gets the same runtime, architecture, layers (core, dependencies: their files do not
 overlap), tracing, log retention and Powertools settings; only the handler, size and network placement
@@ -17,6 +17,8 @@ holds each list to what the stack sets). The variables the code reads, and who s
   (``WebhookIngress``);
 - graph_fetch: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``INTEGRATION_SECRET_PREFIX`` (``LeadIngestion``);
   ``META_GRAPH_BASE_URL`` is left to its default (the Graph API);
+- webhook_delivery: ``EVENT_BUS_NAME`` (``OutboundWebhooks``: it reports each attempt on the bus);
+- api, task_lifecycle: ``WEBHOOK_DELIVERY_QUEUE_URL`` (``OutboundWebhooks``);
 - migrations: the ``DB_*`` settings (``Database``, through ``Migrations``) and ``MIGRATIONS_HASH``;
 - admin: the ``DB_*`` settings and ``EVENT_BUS_NAME`` (the stack grants them: it writes as the consumers do).
 """
@@ -94,6 +96,17 @@ GRAPH_FETCH = FunctionSpec(
     timeout=Duration.seconds(60),
     in_vpc=False,
 )
+# Outside the VPC: it posts signed outbound webhooks to the organizations' endpoints on the internet (the VPC
+# has no NAT gateway) and touches no database; it reports each result on the bus. 90 s: a batch of 5 posts at
+# 5 s to connect and 10 s to answer each (OutboundWebhooks.BATCH_SIZE).
+WEBHOOK_DELIVERY = FunctionSpec(
+    construct_id="WebhookDelivery",
+    handler="webhook_delivery.handler.lambda_handler",
+    description="LeadCRM outbound webhooks: post signed deliveries to subscribed endpoints, report results",
+    memory_size=256,
+    timeout=Duration.seconds(90),
+    in_vpc=False,
+)
 TASK_LIFECYCLE = FunctionSpec(
     construct_id="TaskLifecycle",
     handler="task_lifecycle.handler.lambda_handler",
@@ -122,11 +135,11 @@ ADMIN = FunctionSpec(
     timeout=Duration.seconds(30),
     in_vpc=True,
 )
-FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, GRAPH_FETCH, TASK_LIFECYCLE, MIGRATIONS, ADMIN)
+FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, GRAPH_FETCH, WEBHOOK_DELIVERY, TASK_LIFECYCLE, MIGRATIONS, ADMIN)
 
 
 class LambdaFunctions(Construct):
-    """The api, webhooks, ingestion, graph_fetch, task_lifecycle, migrations and admin functions."""
+    """The api, webhooks, ingestion, graph_fetch, webhook_delivery, task_lifecycle, migrations and admin functions."""
 
     def __init__(
         self,
@@ -149,6 +162,7 @@ class LambdaFunctions(Construct):
         self.webhooks = self._function(WEBHOOKS)
         self.ingestion = self._function(INGESTION)
         self.graph_fetch = self._function(GRAPH_FETCH)
+        self.webhook_delivery = self._function(WEBHOOK_DELIVERY)
         self.task_lifecycle = self._function(TASK_LIFECYCLE)
         self.migrations = self._function(MIGRATIONS)
         self.admin = self._function(ADMIN)
@@ -189,7 +203,7 @@ class LambdaFunctions(Construct):
     @property
     def traffic(self) -> list[lambda_.Function]:
         """Functions that serve requests and messages (what migrations must run before)."""
-        return [self.api, self.webhooks, self.ingestion, self.graph_fetch, self.task_lifecycle]
+        return [self.api, self.webhooks, self.ingestion, self.graph_fetch, self.webhook_delivery, self.task_lifecycle]
 
     @property
     def all(self) -> list[lambda_.Function]:

@@ -25,6 +25,7 @@ HANDLERS = {
     "webhooks": "webhooks.handler",
     "ingestion": "ingestion.handler",
     "graph_fetch": "graph_fetch.handler",
+    "webhook_delivery": "webhook_delivery.handler",
     "task_lifecycle": "task_lifecycle.handler",
 }
 

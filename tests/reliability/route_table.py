@@ -261,6 +261,31 @@ ROUTES.update(
         "DELETE /organizations/{orgId}/integrations/whatsapp/{connectionId}": Row(
             MANAGER, 200, lambda w: Req({"connectionId": w.connection("whatsapp")})
         ),
+        "POST /organizations/{orgId}/webhook-subscriptions": Row(
+            MANAGER,
+            201,
+            lambda w: Req(body={"url": "https://93.184.216.34/hook", "eventTypes": ["lead.created"]}),
+            foreign=None,
+        ),
+        "GET /organizations/{orgId}/webhook-subscriptions": Row(MANAGER, 200, foreign=None),
+        "GET /organizations/{orgId}/webhook-subscriptions/{subscriptionId}": Row(
+            MANAGER, 200, lambda w: Req({"subscriptionId": w.webhook_subscription()})
+        ),
+        "PATCH /organizations/{orgId}/webhook-subscriptions/{subscriptionId}": Row(
+            MANAGER, 200, lambda w: Req({"subscriptionId": w.webhook_subscription()}, body={"enabled": False})
+        ),
+        "DELETE /organizations/{orgId}/webhook-subscriptions/{subscriptionId}": Row(
+            MANAGER, 204, lambda w: Req({"subscriptionId": w.webhook_subscription()})
+        ),
+        "POST /organizations/{orgId}/webhook-subscriptions/{subscriptionId}/rotate-secret": Row(
+            MANAGER, 200, lambda w: Req({"subscriptionId": w.webhook_subscription()})
+        ),
+        "GET /organizations/{orgId}/webhook-subscriptions/{subscriptionId}/deliveries": Row(
+            MANAGER, 200, lambda w: Req({"subscriptionId": w.webhook_delivery()[0]})
+        ),
+        "POST /organizations/{orgId}/webhook-subscriptions/{subscriptionId}/deliveries/{deliveryId}/replay": Row(
+            MANAGER, 202, lambda w: Req(dict(zip(("subscriptionId", "deliveryId"), w.webhook_delivery(), strict=True)))
+        ),
         "POST /organizations/{orgId}/leads/import": Row(
             STAFF, 201, lambda w: Req(body={"fileName": "leads.csv"}), foreign=None
         ),

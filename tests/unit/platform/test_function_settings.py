@@ -11,7 +11,16 @@ import pytest
 from leadcrm.platform.config import get_settings
 from leadcrm.platform.environment import SettingsError, at_cold_start
 
-FUNCTIONS = ("api", "webhooks", "ingestion", "graph_fetch", "task_lifecycle", "migrations", "admin")
+FUNCTIONS = (
+    "api",
+    "webhooks",
+    "ingestion",
+    "graph_fetch",
+    "webhook_delivery",
+    "task_lifecycle",
+    "migrations",
+    "admin",
+)
 DATABASE_FUNCTIONS = ("api", "ingestion", "task_lifecycle", "migrations", "admin")
 EVERY_VARIABLE = (
     "DATABASE_URL",
@@ -54,6 +63,7 @@ NAMED_WHEN_EMPTY = {
         "MAIL_FROM",
         "PSEUDONYM_SECRET_ARN",
         "SES_CONFIGURATION_SET",
+        "WEBHOOK_DELIVERY_QUEUE_URL",
     ],
     "webhooks": ["INGESTION_QUEUE_URL", "GRAPH_FETCH_QUEUE_URL", "WEBHOOK_BODIES_BUCKET", "META_SECRET_ARN"],
     "ingestion": [
@@ -68,6 +78,7 @@ NAMED_WHEN_EMPTY = {
         "PSEUDONYM_SECRET_ARN",
     ],
     "graph_fetch": ["INGESTION_QUEUE_URL", "WEBHOOK_BODIES_BUCKET"],
+    "webhook_delivery": ["EVENT_BUS_NAME"],
     "task_lifecycle": [
         "DB_SECRET_ARN",
         "EVENT_BUS_NAME",
@@ -78,6 +89,7 @@ NAMED_WHEN_EMPTY = {
         "SES_CONFIGURATION_SET",
         "PUBLIC_API_URL",
         "TICKET_SURVEY_URL",
+        "WEBHOOK_DELIVERY_QUEUE_URL",
     ],
     "migrations": ["DB_SECRET_ARN"],
     "admin": ["DB_SECRET_ARN", "EVENT_BUS_NAME"],

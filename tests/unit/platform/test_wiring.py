@@ -20,6 +20,7 @@ def _declared_reactions() -> dict[str, object]:
     from leadcrm.analytics import attribution
     from leadcrm.conversations import reactions as conversations_reactions
     from leadcrm.directory import reactions as directory_reactions
+    from leadcrm.integrations import deliveries as webhook_deliveries
     from leadcrm.leads import reactions as leads_reactions
     from leadcrm.leads import released_joins
     from leadcrm.leads.rules.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
@@ -48,6 +49,7 @@ def _declared_reactions() -> dict[str, object]:
         LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
         attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,
         **{t: conversations_reactions.on_ses_event for t in conversations_reactions.SES_DETAIL_TYPES},
+        webhook_deliveries.ATTEMPTED: webhook_deliveries.record_attempt,
     }
 
 
@@ -65,6 +67,14 @@ def test_the_events_that_rescore_are_the_ones_scoring_declares():
 
     assert wiring.RESCORING_EVENTS == scoring.RESCORING_EVENTS
     assert wiring._rescore.target is scoring.handle_lead_changed
+
+
+def test_the_events_that_fan_out_to_webhooks_are_the_ones_integrations_declares():
+    from leadcrm.integrations import fanout
+    from leadcrm.integrations.rules.events import SOURCE_TYPES
+
+    assert wiring.WEBHOOK_EVENTS == SOURCE_TYPES
+    assert wiring._fan_out.target is fanout.fan_out
 
 
 def test_every_deferred_job_and_message_handler_names_a_function():
