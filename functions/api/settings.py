@@ -9,6 +9,7 @@ from __future__ import annotations
 from leadcrm.platform.config import check_settings
 from leadcrm.platform.environment import (
     EMAIL_SIGNING_KEY,
+    GRAPH_FETCH_QUEUE_URL,
     INBOUND_EMAIL_DOMAIN,
     INGESTION_QUEUE_URL,
     LEAD_IMPORTS_BUCKET,
@@ -19,8 +20,10 @@ from leadcrm.platform.environment import (
 
 REQUIRED = (
     INGESTION_QUEUE_URL,
+    GRAPH_FETCH_QUEUE_URL,
     LEAD_IMPORTS_BUCKET,
     EMAIL_SIGNING_KEY,
+    GRAPH_FETCH_QUEUE_URL,
     INBOUND_EMAIL_DOMAIN,
     MAIL_FROM,
     PSEUDONYM_KEY,

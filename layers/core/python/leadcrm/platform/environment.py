@@ -93,7 +93,9 @@ def aws_region() -> str:
 INGESTION_QUEUE_URL = Required(
     "INGESTION_QUEUE_URL", "the ingestion queue: webhook leads, fetched Meta leads and CSV import jobs"
 )
-GRAPH_FETCH_QUEUE_URL = Required("GRAPH_FETCH_QUEUE_URL", "the queue of Meta leadgen webhooks graph_fetch reads")
+GRAPH_FETCH_QUEUE_URL = Required(
+    "GRAPH_FETCH_QUEUE_URL", "the queue graph_fetch reads: Meta leadgen webhooks, WhatsApp sends and template syncs"
+)
 WEBHOOK_BODIES_BUCKET = Required("WEBHOOK_BODIES_BUCKET", "the bucket of webhook bodies too large for a message")
 LEAD_IMPORTS_BUCKET = Required("LEAD_IMPORTS_BUCKET", "the bucket CSV lead imports are uploaded to")
 EMAIL_SIGNING_KEY = Required(
