@@ -24,6 +24,7 @@ from api.conversations.schemas_conversations import (
     WhatsAppTemplateSync,
     WhatsAppTemplateSyncBody,
 )
+from api.fields import QueryText
 from api.http import caller, entity_id, json_response
 from api.idempotent import REPLAYED_HEADER
 from api.operations import MANAGER, Operations
@@ -137,7 +138,7 @@ def _with_message(thread: dict[str, Any], message: dict[str, Any]) -> Conversati
     "one page (`nextCursor` is always null).",
 )
 def list_templates(
-    orgId: str, status: Annotated[str | None, Query(max_length=40)] = None
+    orgId: str, status: Annotated[QueryText | None, Query(min_length=1, max_length=40)] = None
 ) -> ListEnvelope[WhatsAppTemplate]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))

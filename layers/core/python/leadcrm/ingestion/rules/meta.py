@@ -285,7 +285,11 @@ def whatsapp_statuses(payload: dict[str, Any]) -> list[WhatsAppStatusUpdate]:
                     continue
                 timestamp = _text(status.get("timestamp"))
                 errors = tuple(
-                    {k: error[k] for k in ERROR_FIELDS if isinstance(error.get(k), str | int)}
+                    {
+                        k: _text(error[k]) if isinstance(error[k], str) else error[k]
+                        for k in ERROR_FIELDS
+                        if isinstance(error.get(k), str | int) and not isinstance(error[k], bool)
+                    }
                     | (
                         {"details": str(error["error_data"].get("details"))[:500]}
                         if isinstance(error.get("error_data"), dict) and error["error_data"].get("details")
