@@ -6,6 +6,7 @@ inside the 24-hour window and an approved template outside it, through the organ
 from __future__ import annotations
 
 import pytest
+from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
 
 from leadcrm.ingestion.rules.meta import WHATSAPP_CHANNEL
 from tests.support.api import call_api
@@ -395,3 +396,44 @@ def test_a_status_that_arrives_before_the_send_is_recorded_is_folded_in_then(
     assert run_graph_fetch() == NO_FAILURES
 
     assert message_row(answer.data["message"]["id"])["delivery_status"] == "delivered"
+
+
+def test_graph_down_retries_the_send_and_the_message_stays_queued(owner, lead, number, cloud_api, monkeypatch):
+    from graph_fetch.handler import lambda_handler
+    from tests.support.events import lambda_context, sqs_event, sqs_record_from_message
+
+    thread = _wrote(owner, lead, number)
+    monkeypatch.setattr(
+        cloud_api, "send", lambda *args: (500, {"error": {"code": 2, "message": "Service unavailable"}})
+    )
+    answer = send_whatsapp(owner, thread["id"], {"text": "Hello"})
+    records = [sqs_record_from_message(m, queue_name="leadcrm-graph-fetch") for m in _graph_fetch_queue_messages()]
+
+    # the batch's only record failed for now: the invocation fails and SQS hands it back (then the DLQ)
+    with pytest.raises(BatchProcessingError):
+        lambda_handler(sqs_event(*records), lambda_context("leadcrm-graph-fetch"))
+
+    assert message_row(answer.data["message"]["id"])["status"] == "queued"
+
+
+def test_a_send_for_a_number_disconnected_since_fails_the_message(owner, lead, number, cloud_api):
+    thread = _wrote(owner, lead, number)
+    answer = send_whatsapp(owner, thread["id"], {"text": "Hello"})
+    (connection,) = call_api("GET", f"/organizations/{owner.org_id}/integrations/whatsapp", sub=owner.sub).data
+    call_api("DELETE", f"/organizations/{owner.org_id}/integrations/whatsapp/{connection['id']}", sub=owner.sub)
+
+    assert run_graph_fetch() == NO_FAILURES
+
+    message = message_row(answer.data["message"]["id"])
+    assert message["status"] == "failed"
+    assert message["error"].startswith("no_connection")
+    assert cloud_api.sent() == []
+
+
+def _graph_fetch_queue_messages() -> list[dict]:
+    import os
+
+    from tests.support.aws import aws_client
+
+    sqs, url = aws_client("sqs"), os.environ["GRAPH_FETCH_QUEUE_URL"]
+    return sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", [])
