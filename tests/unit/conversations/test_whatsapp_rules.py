@@ -23,9 +23,7 @@ from leadcrm.conversations.rules.whatsapp import (
 )
 
 LAST_INBOUND = datetime(2026, 12, 5, 9, 30, tzinfo=UTC)
-instants = st.datetimes(
-    min_value=datetime(2020, 1, 1), max_value=datetime(2035, 1, 1), timezones=st.just(UTC)
-)
+instants = st.datetimes(min_value=datetime(2020, 1, 1), max_value=datetime(2035, 1, 1), timezones=st.just(UTC))
 offsets = st.timedeltas(min_value=timedelta(days=-3), max_value=timedelta(days=3))
 
 
