@@ -25,6 +25,7 @@ from leadcrm.ingestion.webhook_leads import (
     DROPPED,
     Delivery,
     Ingested,
+    Outcome,
     ingest_deliveries,
     ingest_meta_lead,
     ingest_whatsapp_message,
@@ -159,7 +160,10 @@ def lead_import(body: dict[str, Any], context: Any) -> None:
 
 def count(result: Ingested) -> None:
     metrics.add_metric(name=f"Ingestion.{result.channel}.{result.outcome.value}", unit=MetricUnit.Count, value=1)
-    if result.outcome in DROPPED:
+    if result.outcome is Outcome.ORGANIC:
+        # no lead to make, as designed: a known lead's message still lands in its thread (whatsapp_conversations)
+        logger.info("webhook event makes no lead", extra=result.log_fields())
+    elif result.outcome in DROPPED:
         logger.warning("webhook event dropped", extra=result.log_fields())
     else:
         logger.info("webhook event ingested", extra=result.log_fields())
