@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     Column,
@@ -119,6 +120,10 @@ leads = Table(
     Column("qualification_changed_at", DateTime(timezone=True)),
     Column("reevaluate_at", DateTime(timezone=True)),
     Column("nurture_score", Integer),
+    # Bumped by PostgreSQL once per transaction that writes the lead, its placements or its follow-up
+    # (migration 0026); a person's write may send the version it read (leads.versions).
+    Column("version", Integer, nullable=False, server_default=text("1")),
+    Column("version_xact", BigInteger),
     created_at_column(),
     updated_at_column(),
     CheckConstraint(one_of("status", STAGE_CATEGORIES), name="status"),
@@ -487,4 +492,5 @@ LEAD_COLUMNS = (
     leads.c.status_changed_at,
     leads.c.created_at,
     leads.c.updated_at,
+    leads.c.version,
 )
