@@ -48,7 +48,7 @@ def parse_if_match(raw: str | None) -> int | None:
     if len(text) >= 2 and text[0] == text[-1] == '"':
         text = text[1:-1]
     if not text.isascii() or not text.isdigit() or len(text) > 10 or not 1 <= int(text) <= INT32_MAX:
-        raise BadRequest("If-Match must be the ETag of a lead answer, such as \"7\".", code="INVALID_IF_MATCH")
+        raise BadRequest('If-Match must be the ETag of a lead answer, such as "7".', code="INVALID_IF_MATCH")
     return int(text)
 
 

@@ -29,7 +29,8 @@ from api.leads.schemas_conversion import (
 )
 from api.operations import MANAGER, Operations
 from api.schemas import Envelope
-from leadcrm.directory.access import require_manager, require_staff
+from leadcrm.directory.access import require_staff
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.directory.rules import Role
 from leadcrm.leads import conversion as service
 from leadcrm.platform.db.uow import UnitOfWork
@@ -72,7 +73,7 @@ def convert(
         first_name=body.first_name, last_name=body.last_name, email=str(body.email), role=Role(body.role.value)
     )
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.CONVERT)(caller(uow, router, orgId))
         lead_id = _lead_id(leadId)
         check_version(uow, actor.organization_id, lead_id, if_match, body.version)
         result = service.convert_lead(uow, actor, lead_id, command)
@@ -113,7 +114,7 @@ def link_member(
     orgId: str, leadId: str, body: Annotated[LinkMemberBody, Body()], if_match: IfMatch = None
 ) -> Envelope[AttachedOutcome]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.LINK_MEMBER)(caller(uow, router, orgId))
         lead_id = _lead_id(leadId)
         check_version(uow, actor.organization_id, lead_id, if_match, body.version)
         membership_id = service.link_lead_to_member(uow, actor, lead_id, body.membership_id)

@@ -31,6 +31,7 @@ from api.leads.schemas_lead_moves import (
 from api.operations import Operations
 from api.schemas import Envelope, Lead
 from leadcrm.directory.access import require_staff
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.directory.rules import Actor
 from leadcrm.leads import archive as lead_archive
 from leadcrm.leads import bulk_moves
@@ -90,7 +91,7 @@ def _skipped(skipped: list[tuple[uuid.UUID, str]]) -> list[SkippedLead]:
 )
 def bulk_move_stage(orgId: str, body: Annotated[BulkMoveStageBody, Body()]) -> Envelope[BulkMoveOutcome]:
     with UnitOfWork() as uow:
-        actor = _staff(uow, orgId)
+        actor = gate(WorkspaceAction.BULK_MOVE)(caller(uow, router, orgId))
         result = bulk_moves.bulk_move_stage(uow, actor, body.stage_id, body.lead_ids, lost_reason=body.lost_reason)
         uow.commit()
     return Envelope[BulkMoveOutcome](data=BulkMoveOutcome(moved=result.moved, skipped=_skipped(result.skipped)))
@@ -148,7 +149,7 @@ def update(
         assigned_to_user_id=body.assignee_user_id,
     )
     with UnitOfWork() as uow:
-        actor = _staff(uow, orgId)
+        actor = gate(WorkspaceAction.EDIT_LEADS)(caller(uow, router, orgId))
         lead_id = _lead_id(leadId)
         check_version(uow, actor.organization_id, lead_id, if_match, body.version)
         row = service.update_lead(uow, actor, lead_id, change)

@@ -379,6 +379,8 @@ lead_activity_events = Table(
     # The event that caused this entry, when a consumer wrote it: a redelivery records nothing more.
     Column("source_event_id", Uuid),
     stamp_column("occurred_at"),
+    # The transaction that wrote the entry (migration 0026): one operation's entries are one timeline group.
+    Column("group_xact", BigInteger, server_default=text("txid_current()")),
     Index("ix_lead_activity_events_lead", "organization_id", "lead_id", "occurred_at"),
     Index(
         "uq_lead_activity_events_source_event",

@@ -13,6 +13,7 @@ someone wrote the lead since (leadcrm.leads.versions). PostgreSQL keeps the coun
   adding, moving or removing a secondary placement does not write the lead itself. A deleted lead's
   placements (an erasure's cascade) touch nothing: the row is gone.
 The follow-up lives on the lead row (next_action_*), so its writes bump through the first trigger.
+Timeline entries get `group_xact`, the transaction that wrote them: one operation's entries are one group.
 
 Expand-only: two columns (the version defaults to 1 for every lead there), one function per table, triggers.
 """
@@ -30,6 +31,10 @@ COLUMNS = """
 ALTER TABLE leads
     ADD COLUMN version integer NOT NULL DEFAULT 1,
     ADD COLUMN version_xact bigint;
+-- A timeline group: the entries one transaction wrote (one operation: a result's touch, follow-up and move).
+-- Added without a default first, so the history there stays ungrouped (NULL), then defaulted for new rows.
+ALTER TABLE lead_activity_events ADD COLUMN group_xact bigint;
+ALTER TABLE lead_activity_events ALTER COLUMN group_xact SET DEFAULT txid_current();
 """
 
 FUNCTIONS = """
@@ -81,4 +86,5 @@ def downgrade() -> None:
     op.execute("DROP TRIGGER IF EXISTS leads_version ON leads")
     op.execute("DROP FUNCTION IF EXISTS lead_placements_bump_version()")
     op.execute("DROP FUNCTION IF EXISTS leads_bump_version()")
+    op.execute("ALTER TABLE lead_activity_events DROP COLUMN IF EXISTS group_xact")
     op.execute("ALTER TABLE leads DROP COLUMN IF EXISTS version_xact, DROP COLUMN IF EXISTS version")
