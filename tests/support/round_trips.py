@@ -70,6 +70,14 @@ ROUTES: tuple[RouteBudget, ...] = (
         budget=4,
     ),
     RouteBudget("work queue", "GET", "/leads/queue", budget=3),
+    RouteBudget(
+        "sales result",
+        "POST",
+        "/sales-workspace/leads/{leadId}/results",
+        {"version": 1, "outcome": "callback_requested", "followUp": {"at": "2030-01-01T10:00:00Z"}},
+        budget=7,  # a touch with outcome (5), the version check under the lead's lock, the replaced intake task
+    ),
+    RouteBudget("sales access", "GET", "/sales-workspace/access/me", budget=1),  # the membership read only
     RouteBudget("urgent prompt", "GET", "/urgent-prompt", budget=3),
     RouteBudget("task list", "GET", "/tasks", budget=1),
     RouteBudget("create task", "POST", "/tasks", {"title": "Call back"}, budget=3, status=201),

@@ -34,10 +34,10 @@ from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
 from leadcrm.work.rules.follow_ups import FollowUp, TouchFollowUpAction
 from leadcrm.work.sales_workspace import SalesResult, log_result, write_stage
-from leadcrm.work.touches import read_lead
+from leadcrm.work.touches import TOUCH_COLUMNS, read_lead
 
 router = APIGatewayHttpRouter()
-ops = Operations(router, "Sales workspace")
+ops = Operations(router, "Work")
 
 WORKSPACE = "/organizations/<orgId>/sales-workspace"
 LEAD = f"{WORKSPACE}/leads/<leadId>"
@@ -80,8 +80,11 @@ def put_stage(
         actor = gate(WorkspaceAction.MOVE_STAGE)(caller(uow, router, orgId))
         lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
         _check(uow, actor.organization_id, lead_id, _required_version(if_match, body.version))
-        write_stage(uow, actor, lead_id, body.stage_id, trial_date=body.trial_date, lost_reason=body.lost_reason)
-        lead = read_lead(uow.connection, actor.organization_id, lead_id)
+        lead = write_stage(
+            uow, actor, lead_id, body.stage_id, trial_date=body.trial_date, lost_reason=body.lost_reason
+        )
+        if any(column.name not in lead for column in TOUCH_COLUMNS):  # no move: the row read, without its stamps
+            lead = read_lead(uow.connection, actor.organization_id, lead_id)
         uow.commit()
     return lead_response(200, SalesLeadEnvelope(data=FollowUpLead.model_validate(lead)), lead)
 

@@ -123,7 +123,7 @@ leads = Table(
     # Bumped by PostgreSQL once per transaction that writes the lead, its placements or its follow-up
     # (migration 0026); a person's write may send the version it read (leads.versions).
     Column("version", Integer, nullable=False, server_default=text("1")),
-    Column("version_xact", BigInteger),
+    Column("version_xact", BigInteger, server_default=text("txid_current()")),
     created_at_column(),
     updated_at_column(),
     CheckConstraint(one_of("status", STAGE_CATEGORIES), name="status"),

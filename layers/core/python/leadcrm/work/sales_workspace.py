@@ -20,14 +20,14 @@ from datetime import datetime
 from typing import Any
 
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.moves import LeadUpdate, lock_lead_with_stages, update_lead
+from leadcrm.leads.moves import AlsoWritten, LeadUpdate, lock_lead_with_stages, update_lead
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
 from leadcrm.work import follow_ups
 from leadcrm.work.rules.call_outcomes import CallOutcome, TouchChannel
 from leadcrm.work.rules.follow_ups import FollowUp, TouchFollowUpAction
 from leadcrm.work.rules.sales_workspace import ResultRefusal, plan_result, stage_write_refusal
-from leadcrm.work.touches import Touch, log_touch, read_lead
+from leadcrm.work.touches import TOUCH_COLUMNS, Touch, log_touch, read_lead
 
 VIA_SALES_RESULT = "sales_result"
 
@@ -60,7 +60,7 @@ def write_stage(
         raise _refused(refusal)
     details = {"trial_date": trial_date} if trial_date is not None else {}
     change = LeadUpdate(stage_id=stage_id, lost_reason=lost_reason, details=details)
-    return update_lead(uow, actor, lead_id, change, locked=locked)
+    return update_lead(uow, actor, lead_id, change, locked=locked, also=AlsoWritten(returning=TOUCH_COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,7 @@ def log_result(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, result: SalesR
     except ResultRefusal as refusal:
         raise _refused(refusal) from None
     conn = uow.connection
+    lead: dict[str, Any] | None = None
     if plan.logs_touch:
         touch = Touch(
             channel=result.channel,
@@ -100,12 +101,20 @@ def log_result(uow: UnitOfWork, actor: Actor, lead_id: uuid.UUID, result: SalesR
             follow_up=result.follow_up,
             trial_date=plan.touch_trial_date,
         )
-        log_touch(uow, actor, lead_id, touch)
+        lead = log_touch(uow, actor, lead_id, touch).lead
     elif plan.follow_up_action is TouchFollowUpAction.REPLACE:
         assert result.follow_up is not None
-        follow_ups.set_follow_up(conn, actor, lead_id, result.follow_up, via=VIA_SALES_RESULT)
+        lead = follow_ups.set_follow_up(
+            conn, actor, lead_id, result.follow_up, via=VIA_SALES_RESULT, returning=TOUCH_COLUMNS
+        )
     elif plan.follow_up_action is TouchFollowUpAction.CLEAR:
         follow_ups.clear_follow_up(conn, actor, lead_id)
     if result.stage_id is not None:
-        write_stage(uow, actor, lead_id, result.stage_id, trial_date=result.trial_date, lost_reason=result.lost_reason)
-    return read_lead(conn, actor.organization_id, lead_id)
+        lead = write_stage(
+            uow, actor, lead_id, result.stage_id, trial_date=result.trial_date, lost_reason=result.lost_reason
+        )
+    # The last write's RETURNING is the lead after (with its stamps); a write that changed nothing answers the
+    # row it read, without them: read it then.
+    if lead is None or any(column.name not in lead for column in TOUCH_COLUMNS):
+        lead = read_lead(conn, actor.organization_id, lead_id)
+    return lead

@@ -31,6 +31,8 @@ COLUMNS = """
 ALTER TABLE leads
     ADD COLUMN version integer NOT NULL DEFAULT 1,
     ADD COLUMN version_xact bigint;
+-- A lead written again in the transaction that created it (its score, its intake task) stays at version 1.
+ALTER TABLE leads ALTER COLUMN version_xact SET DEFAULT txid_current();
 -- A timeline group: the entries one transaction wrote (one operation: a result's touch, follow-up and move).
 -- Added without a default first, so the history there stays ungrouped (NULL), then defaulted for new rows.
 ALTER TABLE lead_activity_events ADD COLUMN group_xact bigint;
