@@ -80,9 +80,7 @@ def put_stage(
         actor = gate(WorkspaceAction.MOVE_STAGE)(caller(uow, router, orgId))
         lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
         _check(uow, actor.organization_id, lead_id, _required_version(if_match, body.version))
-        lead = write_stage(
-            uow, actor, lead_id, body.stage_id, trial_date=body.trial_date, lost_reason=body.lost_reason
-        )
+        lead = write_stage(uow, actor, lead_id, body.stage_id, trial_date=body.trial_date, lost_reason=body.lost_reason)
         if any(column.name not in lead for column in TOUCH_COLUMNS):  # no move: the row read, without its stamps
             lead = read_lead(uow.connection, actor.organization_id, lead_id)
         uow.commit()
