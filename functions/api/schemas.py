@@ -140,7 +140,7 @@ class Lead(OutModel):
     updated_at: datetime
     # Bumped by every write to the lead, its placements or its follow-up; send it back (If-Match or
     # `version`) with a person's write to be refused 409 LEAD_VERSION_CONFLICT instead of overwriting.
-    version: int = 1
+    version: int
 
 
 def _schema_name(shape: Any) -> str:
