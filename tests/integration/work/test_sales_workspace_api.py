@@ -264,6 +264,12 @@ def test_a_result_with_outcome_follow_up_and_stage_is_one_group_one_bump_and_one
     assert len(lead_tasks(lead["id"], open_only=True)) == 1
     assert {a["type"] for a in activities(lead["id"])} >= {"call_logged", "follow_up_set", "stage_moved"}
     assert _groups_since(lead["id"], since) == 1
+    timeline = read(caller, lead["id"]).data["timeline"]
+    operation = [entry for entry in timeline if entry["type"] in {"call_logged", "follow_up_set", "stage_moved"}]
+    operation += [entry for entry in timeline if entry["type"] == "status_changed" and entry["toStatus"] != "new"]
+    assert len({entry["group"] for entry in operation}) == 1
+    created = [entry for entry in timeline if entry["type"] == "status_changed" and entry["toStatus"] == "new"]
+    assert created[0]["group"] != operation[0]["group"]
 
 
 def test_a_result_applies_the_outcome_under_the_call_outcome_rules(caller, lead):

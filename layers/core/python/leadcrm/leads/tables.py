@@ -340,6 +340,9 @@ lead_status_events = Table(
     # Why the lead moved, when the move needs one (the lost reason): the history keeps every reason.
     Column("reason", Text),
     stamp_column("changed_at"),
+    # The transaction that wrote the event (migration 0026): with the timeline entries of the same
+    # transaction, one operation's timeline group.
+    Column("group_xact", BigInteger, server_default=text("txid_current()")),
     # Covering, and in the order the funnel walks each lead's history (analytics.reports): an organization's
     # events are read from the index alone, already sorted for the window over each lead's events.
     Index(

@@ -13,7 +13,8 @@ someone wrote the lead since (leadcrm.leads.versions). PostgreSQL keeps the coun
   adding, moving or removing a secondary placement does not write the lead itself. A deleted lead's
   placements (an erasure's cascade) touch nothing: the row is gone.
 The follow-up lives on the lead row (next_action_*), so its writes bump through the first trigger.
-Timeline entries get `group_xact`, the transaction that wrote them: one operation's entries are one group.
+Timeline entries and status events get `group_xact`, the transaction that wrote them: one operation's
+entries are one timeline group (the timeline shows it as `group`).
 
 Expand-only: two columns (the version defaults to 1 for every lead there), one function per table, triggers.
 """
@@ -37,6 +38,8 @@ ALTER TABLE leads ALTER COLUMN version_xact SET DEFAULT txid_current();
 -- Added without a default first, so the history there stays ungrouped (NULL), then defaulted for new rows.
 ALTER TABLE lead_activity_events ADD COLUMN group_xact bigint;
 ALTER TABLE lead_activity_events ALTER COLUMN group_xact SET DEFAULT txid_current();
+ALTER TABLE lead_status_events ADD COLUMN group_xact bigint;
+ALTER TABLE lead_status_events ALTER COLUMN group_xact SET DEFAULT txid_current();
 """
 
 FUNCTIONS = """
@@ -89,4 +92,5 @@ def downgrade() -> None:
     op.execute("DROP FUNCTION IF EXISTS lead_placements_bump_version()")
     op.execute("DROP FUNCTION IF EXISTS leads_bump_version()")
     op.execute("ALTER TABLE lead_activity_events DROP COLUMN IF EXISTS group_xact")
+    op.execute("ALTER TABLE lead_status_events DROP COLUMN IF EXISTS group_xact")
     op.execute("ALTER TABLE leads DROP COLUMN IF EXISTS version_xact, DROP COLUMN IF EXISTS version")
