@@ -194,7 +194,8 @@ class ListEnvelope(_NamedByContent, Generic[T]):
 
 class ErrorDetail(BaseModel):
     """What went wrong: `code` is stable and machine-readable, `message` is for people and may change; some
-    codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details)."""
+    codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details;
+    LEAD_VERSION_CONFLICT: expectedVersion, currentVersion and `lead`, the lead as it is now)."""
 
     model_config = DEFERRED
 

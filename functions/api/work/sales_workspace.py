@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id
 from api.idempotent import respond_once
-from api.lead_versions import IfMatch, check_version, etag, expected_version, lead_response
+from api.lead_versions import IfMatch, check_version, conflicts_with_lead, etag, expected_version, lead_response
 from api.operations import MEMBER, Operations
 from api.work.schemas_follow_ups import FollowUpLead
 from api.work.schemas_sales_workspace import (
@@ -79,8 +79,17 @@ def put_stage(
     with UnitOfWork() as uow:
         actor = gate(WorkspaceAction.MOVE_STAGE)(caller(uow, router, orgId))
         lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
-        _check(uow, actor.organization_id, lead_id, _required_version(if_match, body.version))
-        lead = write_stage(uow, actor, lead_id, body.stage_id, trial_date=body.trial_date, lost_reason=body.lost_reason)
+        version = _required_version(if_match, body.version)
+        with conflicts_with_lead():  # checked on the row the move locks: no statement of its own
+            lead = write_stage(
+                uow,
+                actor,
+                lead_id,
+                body.stage_id,
+                trial_date=body.trial_date,
+                lost_reason=body.lost_reason,
+                expected_version=version,
+            )
         if any(column.name not in lead for column in TOUCH_COLUMNS):  # no move: the row read, without its stamps
             lead = read_lead(uow.connection, actor.organization_id, lead_id)
         uow.commit()

@@ -20,7 +20,8 @@ from datetime import datetime
 from typing import Any
 
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.moves import AlsoWritten, LeadUpdate, lock_lead_with_stages, update_lead
+from leadcrm.leads.moves import AlsoWritten, LeadUpdate, lock_lead_with_stages, public_lead, update_lead
+from leadcrm.leads.versions import LeadVersionConflict, is_stale
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import BadRequest
 from leadcrm.work import follow_ups
@@ -44,13 +45,20 @@ def write_stage(
     *,
     trial_date: datetime | None = None,
     lost_reason: str | None = None,
+    expected_version: int | None = None,
 ) -> dict[str, Any]:
     """Moves the lead's primary placement onto `stage_id` (the Board's drag); the lead after (LEAD_COLUMNS).
+
+    `expected_version`: checked on the row the move locks (409 LEAD_VERSION_CONFLICT), so the check costs no
+    statement of its own and holds until the move commits.
 
     400 TRIAL_DATE_REQUIRED entering a trial_booked stage without `trial_date`; every move's refusals
     (CONVERT_REQUIRED, STAGE_NOT_IN_PIPELINE, STAGE_ARCHIVED, LOST_REASON_REQUIRED); 404 LEAD_NOT_FOUND,
     STAGE_NOT_FOUND. The trial date is written with the move (a details_updated entry beside stage_moved)."""
     locked = lock_lead_with_stages(uow.connection, actor.organization_id, lead_id, stage_id=stage_id)
+    if is_stale(locked.row["version"], expected_version):
+        assert expected_version is not None
+        raise LeadVersionConflict(public_lead(locked.row), expected_version)
     target = locked.stages[stage_id]
     assert target is not None  # lock_lead_with_stages refuses an unknown stage
     refusal = stage_write_refusal(
