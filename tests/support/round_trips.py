@@ -75,7 +75,7 @@ ROUTES: tuple[RouteBudget, ...] = (
         "PUT",
         "/sales-workspace/leads/{leadId}/stage",
         {"version": 1, "stageId": "{contactedStageId}"},
-        budget=3,  # the stage move (3) and the version check under the lead's lock
+        budget=3,  # as the PATCH move: the version is checked on the row the move locks
     ),
     RouteBudget(
         "sales result",
