@@ -160,7 +160,7 @@ def post_result(
         )
     answered: Any = response.body
     if isinstance(answered, dict) and isinstance(answered.get("data"), dict) and "version" in answered["data"]:
-        response.headers["ETag"] = etag(answered["data"]["version"])
+        response.headers["ETag"] = etag(answered["data"]["version"])  # Response copied the headers it was given
     return response
 
 

@@ -307,6 +307,17 @@ def test_a_result_replayed_with_its_key_has_one_effect(caller, lead):
     assert len(activities(lead["id"], "call_logged")) == 1
     assert lead_row(lead["id"])["version"] == 2
     assert answers[2].data == answers[0].data
+    assert answers[2].headers["etag"] == '"2"'
+
+
+def test_a_replayed_result_leaves_other_routes_replays_without_an_etag(caller, lead):
+    result(caller, lead["id"], {"version": 1, "note": "once"}, {"Idempotency-Key": "result-3"})
+    result(caller, lead["id"], {"version": 1, "note": "once"}, {"Idempotency-Key": "result-3"})
+    path = f"/organizations/{caller.org_id}/leads"
+    first = call_api("POST", path, sub=caller.sub, body={"name": "Other"}, headers={"Idempotency-Key": "c-1"})
+    replay = call_api("POST", path, sub=caller.sub, body={"name": "Other"}, headers={"Idempotency-Key": "c-1"})
+    assert (first.status, replay.headers.get("idempotent-replayed")) == (201, "true")
+    assert "etag" not in replay.headers
 
 
 def test_a_result_key_reused_with_another_body_is_422(caller, lead):
