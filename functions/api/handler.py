@@ -77,6 +77,7 @@ ROUTE_MODULES = tuple(
         "work.follow_ups",
         "leads.lead_moves",
         "leads.conversion",
+        "work.sales_workspace",
         "leads.returning",
         "leads.capture",
         "pipelines.pipelines",

@@ -85,6 +85,10 @@ def _framework_errors(method: str, rule: str, func: Callable[..., Any], who: str
         if any(isinstance(m, Header) and (m.alias or "").lower() == "idempotency-key" for m in markers):
             errors.setdefault(400, []).append("INVALID_IDEMPOTENCY_KEY")
             errors.setdefault(422, []).append("IDEMPOTENCY_KEY_REUSED")
+        if any(isinstance(m, Header) and (m.alias or "").lower() == "if-match" for m in markers):
+            # a versioned lead write (api.lead_versions): a stale version answers the lead as it is now
+            errors.setdefault(400, []).extend(["INVALID_IF_MATCH", "LEAD_VERSION_AMBIGUOUS"])
+            errors.setdefault(409, []).append("LEAD_VERSION_CONFLICT")
         if name == "cursor" or any(isinstance(m, Query) and m.alias == "cursor" for m in markers):
             errors.setdefault(400, []).append("INVALID_CURSOR")
     if validated:
@@ -99,6 +103,14 @@ def _framework_errors(method: str, rule: str, func: Callable[..., Any], who: str
 def _takes_idempotency_key(func: Callable[..., Any]) -> bool:
     return any(
         isinstance(m, Header) and (m.alias or "").lower() == "idempotency-key"
+        for annotation in _annotations(func).values()
+        for m in _markers(annotation)
+    )
+
+
+def _takes_if_match(func: Callable[..., Any]) -> bool:
+    return any(
+        isinstance(m, Header) and (m.alias or "").lower() == "if-match"
         for annotation in _annotations(func).values()
         for m in _markers(annotation)
     )
@@ -207,6 +219,12 @@ class Operations:
                     "**Idempotent:** send an `Idempotency-Key` header; a retry with the same key and body answers "
                     "the first answer (header `Idempotent-Replayed: true`), the same key with another body is a "
                     "422 IDEMPOTENCY_KEY_REUSED."
+                )
+            if _takes_if_match(func):
+                lines.append(
+                    "**Versioned:** send the version you read (`If-Match: \"<version>\"`, the lead's `ETag`, or "
+                    "`version` in the body); a lead written since answers 409 LEAD_VERSION_CONFLICT with the lead as "
+                    "it is now (`error.lead`). Without a version the write is not checked."
                 )
             refusals = "; ".join(f"{s} {', '.join(c)}" for s, c in codes.items() if s != 500)
             lines.append(f"**Refusals:** {refusals}.")

@@ -138,6 +138,9 @@ class Lead(OutModel):
     status_changed_at: datetime
     created_at: datetime
     updated_at: datetime
+    # Bumped by every write to the lead, its placements or its follow-up; send it back (If-Match or
+    # `version`) with a person's write to be refused 409 LEAD_VERSION_CONFLICT instead of overwriting.
+    version: int
 
 
 def _schema_name(shape: Any) -> str:
@@ -191,7 +194,8 @@ class ListEnvelope(_NamedByContent, Generic[T]):
 
 class ErrorDetail(BaseModel):
     """What went wrong: `code` is stable and machine-readable, `message` is for people and may change; some
-    codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details)."""
+    codes carry more fields (DUPLICATE_LEAD: existingLeadId, existingLeadName; VALIDATION_FAILED: details;
+    LEAD_VERSION_CONFLICT: expectedVersion, currentVersion and `lead`, the lead as it is now)."""
 
     model_config = DEFERRED
 

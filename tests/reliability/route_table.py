@@ -148,6 +148,18 @@ ROUTES: dict[str, Row] = {
     ),
     "GET /organizations/{orgId}/leads/{leadId}/link-candidates": Row(STAFF, 200, _lead),
     "GET /organizations/{orgId}/sales-workspace/leads/{leadId}/link-candidates": Row(STAFF, 200, _lead),
+    # -- the Sales workspace (a new lead is at version 1) ------------------------------------------------------
+    "PUT /organizations/{orgId}/sales-workspace/leads/{leadId}/stage": Row(
+        STAFF,
+        200,
+        lambda w: Req(
+            {"leadId": w.lead()}, body={"version": 1, "stageId": w.stage_of(w.default_pipeline(), "contacted")}
+        ),
+    ),
+    "POST /organizations/{orgId}/sales-workspace/leads/{leadId}/results": Row(
+        STAFF, 200, lambda w: Req({"leadId": w.lead()}, body={"version": 1, "outcome": "no_answer", "note": "rang"})
+    ),
+    "GET /organizations/{orgId}/sales-workspace/access/me": Row(MEMBER, 200, foreign=None),
     # -- tags and campaigns ----------------------------------------------------------------------------------
     "GET /organizations/{orgId}/leads/tags": Row(STAFF, 200, foreign=None),
     "POST /organizations/{orgId}/leads/tags": Row(

@@ -33,7 +33,7 @@ from tests.support.capture_helpers import capture, lead_count, receipts_of
 from tests.support.conversion_helpers import insert_lead as insert_person_lead
 from tests.support.conversion_helpers import make_person, unique_email
 from tests.support.events import eventbridge_envelope, lambda_context, sqs_event, sqs_record, sqs_record_from_message
-from tests.support.reliability_helpers import OrgWorld, in_containers, make_world
+from tests.support.reliability_helpers import OrgWorld, in_containers, in_days, make_world
 
 IN_A_ROW = 3
 AT_ONCE = 10
@@ -134,6 +134,26 @@ def _stage_add(_: Stage) -> Delivery:
         with get_engine().connect() as conn:
             count = select(func.count()).where(pipeline_stages.c.pipeline_id == uuid.UUID(pipeline_id))
             return (conn.execute(count).scalar_one(),)
+
+    return Delivery(deliver, effect)
+
+
+def _sales_result(_: Stage) -> Delivery:
+    world, key = make_world(), str(uuid.uuid4())
+    lead_id = world.lead()
+    path = f"/organizations/{world.id}/sales-workspace/leads/{lead_id}/results"
+    body = {"version": 1, "outcome": "no_answer", "note": "rang", "followUp": {"at": in_days(1)}}
+
+    def deliver() -> int:
+        # Without the key the second delivery would be a stale version (409), never a second touch; the
+        # key makes it the first answer.
+        return _accepted(
+            call_api("POST", path, sub=world.owner, body=body, headers={"idempotency-key": key}), 200
+        ).status
+
+    def effect() -> tuple[int, ...]:
+        version = _count("SELECT version FROM leads WHERE id = :l", l=lead_id)
+        return (_activities(lead_id, "call_logged"), _tasks(lead_id, "pending"), version)
 
     return Delivery(deliver, effect)
 
@@ -739,6 +759,7 @@ ENTRIES = [
     Entry("api: staff create with Idempotency-Key", _staff_create),
     Entry("api: pipeline create with Idempotency-Key", _pipeline_create),
     Entry("api: stage add with Idempotency-Key", _stage_add),
+    Entry("api: sales workspace result with Idempotency-Key", _sales_result),
     Entry("task_lifecycle: lead.created", _lead_created),
     Entry("task_lifecycle: lead.created to a webhook subscription", _lead_created_to_a_webhook),
     Entry("task_lifecycle: webhook.delivery_attempted", _webhook_attempt_reported),

@@ -70,6 +70,21 @@ ROUTES: tuple[RouteBudget, ...] = (
         budget=4,
     ),
     RouteBudget("work queue", "GET", "/leads/queue", budget=3),
+    RouteBudget(
+        "sales stage write",
+        "PUT",
+        "/sales-workspace/leads/{leadId}/stage",
+        {"version": 1, "stageId": "{contactedStageId}"},
+        budget=3,  # as the PATCH move: the version is checked on the row the move locks
+    ),
+    RouteBudget(
+        "sales result",
+        "POST",
+        "/sales-workspace/leads/{leadId}/results",
+        {"version": 1, "outcome": "callback_requested", "followUp": {"at": "2030-01-01T10:00:00Z"}},
+        budget=7,  # a touch with outcome (5), the version check under the lead's lock, the replaced intake task
+    ),
+    RouteBudget("sales access", "GET", "/sales-workspace/access/me", budget=1),  # the membership read only
     RouteBudget("urgent prompt", "GET", "/urgent-prompt", budget=3),
     RouteBudget("task list", "GET", "/tasks", budget=1),
     RouteBudget("create task", "POST", "/tasks", {"title": "Call back"}, budget=3, status=201),
@@ -80,6 +95,8 @@ ROUTES: tuple[RouteBudget, ...] = (
 def route_event(route: RouteBudget, organization_id: uuid.UUID | str, subject: str, lead_id: str) -> dict[str, Any]:
     """The API Gateway event of one call of `route` by `subject` in the organization, on the lead `lead_id`."""
     values = {"orgId": str(organization_id), "leadId": lead_id, "unique": uuid.uuid4().hex[:12]}
+    if "{contactedStageId}" in json.dumps(route.body):
+        values["contactedStageId"] = _stage_of(lead_id, "contacted")
     path = _fill(route.path, values)
     body = _fill(route.body, values)
     if route.public:
@@ -87,6 +104,30 @@ def route_event(route: RouteBudget, organization_id: uuid.UUID | str, subject: s
     return http_api_event(
         route.method, f"/organizations/{organization_id}{path}", sub=subject, body=body, query=route.query
     )
+
+
+def _stage_of(lead_id: str, category: str) -> str:
+    """The first active stage of `category` in the lead's primary pipeline (read before the call is counted)."""
+    from sqlalchemy import select
+
+    from leadcrm.leads.tables import leads
+    from leadcrm.pipelines.tables import pipeline_stages
+    from leadcrm.platform.db.engine import get_engine
+
+    with get_engine().connect() as conn:
+        return str(
+            conn.execute(
+                select(pipeline_stages.c.id)
+                .select_from(leads.join(pipeline_stages, pipeline_stages.c.pipeline_id == leads.c.pipeline_id))
+                .where(
+                    leads.c.id == uuid.UUID(lead_id),
+                    pipeline_stages.c.category == category,
+                    pipeline_stages.c.archived_at.is_(None),
+                )
+                .order_by(pipeline_stages.c.position)
+                .limit(1)
+            ).scalar_one()
+        )
 
 
 def _fill(value: Any, values: dict[str, str]) -> Any:

@@ -28,6 +28,7 @@ from leadcrm.conversations import bulk_email, queries
 from leadcrm.conversations.rules.delivery import DeliveryStatus
 from leadcrm.conversations.rules.reply_addresses import parse_unsubscribe_token
 from leadcrm.directory.access import require_staff
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.directory.rules import Actor
 from leadcrm.leads.rules.listing import LeadListFilters, parse_search, unique
 from leadcrm.platform import mail_keys
@@ -76,7 +77,7 @@ def audience_of(body: BulkAudience, actor: Actor) -> bulk_email.Audience:
 )
 def create_bulk_email(orgId: str, body: Annotated[BulkEmailBody, Body()]) -> Response[Envelope[BulkEmailJob]]:
     with UnitOfWork() as uow:
-        actor = require_staff(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.BULK_EMAIL)(caller(uow, router, orgId))
         audience = audience_of(body.audience, actor)
         job = bulk_email.create_job(uow.connection, actor, body.subject, body.body, audience)
         uow.commit()

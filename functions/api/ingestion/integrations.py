@@ -16,7 +16,7 @@ from api.http import caller, entity_id, json_response
 from api.ingestion.schemas_ingestion import Connection, ConnectMetaBody, ConnectWhatsAppBody
 from api.operations import MANAGER, Operations
 from api.schemas import Envelope, ListEnvelope
-from leadcrm.directory.access import require_manager
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.ingestion.connections import connect, disconnect, list_connections
 from leadcrm.ingestion.rules.meta import META_PROVIDER, WHATSAPP_PROVIDER
 from leadcrm.platform.db.uow import UnitOfWork
@@ -29,7 +29,7 @@ CONNECTED = {200: {"description": "The organization's connection, token replaced
 
 def _connect(org_id: str, provider: str, external_id: str, token: str, name: str | None) -> Response:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, org_id))
+        actor = gate(WorkspaceAction.CONNECT_INTEGRATIONS)(caller(uow, router, org_id))
         result = connect(uow, actor, provider, external_id, token, name)
     return json_response(
         201 if result.created else 200, Envelope[Connection](data=Connection.model_validate(result.connection))
@@ -38,14 +38,14 @@ def _connect(org_id: str, provider: str, external_id: str, token: str, name: str
 
 def _index(org_id: str, provider: str) -> ListEnvelope[Connection]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, org_id))
+        actor = gate(WorkspaceAction.CONNECT_INTEGRATIONS)(caller(uow, router, org_id))
         rows = list_connections(uow.connection, actor.organization_id, provider)
     return ListEnvelope[Connection](data=[Connection.model_validate(r) for r in rows], next_cursor=None)
 
 
 def _disconnect(org_id: str, provider: str, connection_id: str) -> Envelope[Connection]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, org_id))
+        actor = gate(WorkspaceAction.CONNECT_INTEGRATIONS)(caller(uow, router, org_id))
         row = disconnect(uow, actor, provider, entity_id(connection_id, "CONNECTION_NOT_FOUND"))
     return Envelope[Connection](data=Connection.model_validate(row))
 

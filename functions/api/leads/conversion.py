@@ -14,6 +14,7 @@ from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.fields import QueryText
 from api.http import caller, entity_id
+from api.lead_versions import IfMatch, check_version
 from api.leads.schemas_conversion import (
     SEARCH_MAX_LENGTH,
     SEARCH_MIN_LENGTH,
@@ -28,7 +29,8 @@ from api.leads.schemas_conversion import (
 )
 from api.operations import MANAGER, Operations
 from api.schemas import Envelope
-from leadcrm.directory.access import require_manager, require_staff
+from leadcrm.directory.access import require_staff
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.directory.rules import Role
 from leadcrm.leads import conversion as service
 from leadcrm.platform.db.uow import UnitOfWork
@@ -65,14 +67,16 @@ def _lead_id(raw: str) -> uuid.UUID:
     },
 )
 def convert(
-    orgId: str, leadId: str, body: Annotated[ConvertBody, Body()]
+    orgId: str, leadId: str, body: Annotated[ConvertBody, Body()], if_match: IfMatch = None
 ) -> Envelope[ConvertedOutcome | ExistingMemberOutcome]:
     command = service.ConvertCommand(
         first_name=body.first_name, last_name=body.last_name, email=str(body.email), role=Role(body.role.value)
     )
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        result = service.convert_lead(uow, actor, _lead_id(leadId), command)
+        actor = gate(WorkspaceAction.CONVERT)(caller(uow, router, orgId))
+        lead_id = _lead_id(leadId)
+        check_version(uow, actor.organization_id, lead_id, if_match, body.version)
+        result = service.convert_lead(uow, actor, lead_id, command)
         uow.commit()
     if isinstance(result, service.ExistingMember):
         member = ExistingMember(
@@ -106,10 +110,14 @@ def convert(
         404: ["LEAD_NOT_FOUND", "MEMBERSHIP_NOT_FOUND", "STAGE_NOT_FOUND"],
     },
 )
-def link_member(orgId: str, leadId: str, body: Annotated[LinkMemberBody, Body()]) -> Envelope[AttachedOutcome]:
+def link_member(
+    orgId: str, leadId: str, body: Annotated[LinkMemberBody, Body()], if_match: IfMatch = None
+) -> Envelope[AttachedOutcome]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
-        membership_id = service.link_lead_to_member(uow, actor, _lead_id(leadId), body.membership_id)
+        actor = gate(WorkspaceAction.LINK_MEMBER)(caller(uow, router, orgId))
+        lead_id = _lead_id(leadId)
+        check_version(uow, actor.organization_id, lead_id, if_match, body.version)
+        membership_id = service.link_lead_to_member(uow, actor, lead_id, body.membership_id)
         uow.commit()
     return Envelope[AttachedOutcome](data=AttachedOutcome(membership_id=membership_id))
 

@@ -16,7 +16,7 @@ from api.http import caller, entity_id
 from api.leads.schemas_erase import BulkEraseBody, BulkEraseOutcome, EraseFailure
 from api.operations import MANAGER, Operations
 from api.schemas import Envelope
-from leadcrm.directory.access import require_manager
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.directory.rules import Actor
 from leadcrm.leads import erase as service
 from leadcrm.platform.db.uow import UnitOfWork
@@ -28,7 +28,7 @@ LEADS = "/organizations/<orgId>/leads"
 
 
 def _manager(uow: UnitOfWork, orgId: str) -> Actor:
-    return require_manager(caller(uow, router, orgId))
+    return gate(WorkspaceAction.ERASE)(caller(uow, router, orgId))
 
 
 @ops.post(

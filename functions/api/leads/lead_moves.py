@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
+from api.lead_versions import IfMatch, body_version, check_version, lead_response
 from api.leads.schemas_lead_moves import (
     AddPipelineBody,
     BulkArchiveBody,
@@ -30,6 +31,7 @@ from api.leads.schemas_lead_moves import (
 from api.operations import Operations
 from api.schemas import Envelope, Lead
 from leadcrm.directory.access import require_staff
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.directory.rules import Actor
 from leadcrm.leads import archive as lead_archive
 from leadcrm.leads import bulk_moves
@@ -58,8 +60,9 @@ def _placement_pipeline_id(raw: str) -> uuid.UUID:
     return entity_id(raw, "PLACEMENT_NOT_FOUND")
 
 
-def _lead(row: dict[str, Any]) -> Envelope[Lead]:
-    return Envelope[Lead](data=Lead.model_validate(row))
+def _lead(row: dict[str, Any]) -> Response[Envelope[Lead]]:
+    """The lead, with its version as the ETag."""
+    return lead_response(200, Envelope[Lead](data=Lead.model_validate(row)), row)
 
 
 def _placement(placement: lead_placements.Placement) -> LeadPlacement:
@@ -88,7 +91,7 @@ def _skipped(skipped: list[tuple[uuid.UUID, str]]) -> list[SkippedLead]:
 )
 def bulk_move_stage(orgId: str, body: Annotated[BulkMoveStageBody, Body()]) -> Envelope[BulkMoveOutcome]:
     with UnitOfWork() as uow:
-        actor = _staff(uow, orgId)
+        actor = gate(WorkspaceAction.BULK_MOVE)(caller(uow, router, orgId))
         result = bulk_moves.bulk_move_stage(uow, actor, body.stage_id, body.lead_ids, lost_reason=body.lost_reason)
         uow.commit()
     return Envelope[BulkMoveOutcome](data=BulkMoveOutcome(moved=result.moved, skipped=_skipped(result.skipped)))
@@ -132,7 +135,9 @@ def bulk_archive(orgId: str, body: Annotated[BulkArchiveBody, Body()]) -> Envelo
         404: ["LEAD_NOT_FOUND", "STAGE_NOT_FOUND"],
     },
 )
-def update(orgId: str, leadId: str, body: Annotated[UpdateLeadBody, Body()]) -> Envelope[Lead]:
+def update(
+    orgId: str, leadId: str, body: Annotated[UpdateLeadBody, Body()], if_match: IfMatch = None
+) -> Response[Envelope[Lead]]:
     sent = body.model_fields_set
     change = service.LeadUpdate(
         stage_id=body.stage_id,
@@ -144,8 +149,10 @@ def update(orgId: str, leadId: str, body: Annotated[UpdateLeadBody, Body()]) -> 
         assigned_to_user_id=body.assignee_user_id,
     )
     with UnitOfWork() as uow:
-        actor = _staff(uow, orgId)
-        row = service.update_lead(uow, actor, _lead_id(leadId), change)
+        actor = gate(WorkspaceAction.EDIT_LEADS)(caller(uow, router, orgId))
+        lead_id = _lead_id(leadId)
+        check_version(uow, actor.organization_id, lead_id, if_match, body.version)
+        row = service.update_lead(uow, actor, lead_id, change)
         uow.commit()
     return _lead(row)
 
@@ -157,8 +164,8 @@ def update(orgId: str, leadId: str, body: Annotated[UpdateLeadBody, Body()]) -> 
     "Archives the lead: a flag, its status stays; it leaves the lists and the queue until unarchived.",
     errors={404: ["LEAD_NOT_FOUND"]},
 )
-def archive(orgId: str, leadId: str) -> Envelope[Lead]:
-    return _set_archived(orgId, leadId, archived=True)
+def archive(orgId: str, leadId: str, if_match: IfMatch = None) -> Response[Envelope[Lead]]:
+    return _set_archived(orgId, leadId, if_match, archived=True)
 
 
 @ops.post(
@@ -168,14 +175,16 @@ def archive(orgId: str, leadId: str) -> Envelope[Lead]:
     "Clears the lead's archived flag.",
     errors={404: ["LEAD_NOT_FOUND"]},
 )
-def unarchive(orgId: str, leadId: str) -> Envelope[Lead]:
-    return _set_archived(orgId, leadId, archived=False)
+def unarchive(orgId: str, leadId: str, if_match: IfMatch = None) -> Response[Envelope[Lead]]:
+    return _set_archived(orgId, leadId, if_match, archived=False)
 
 
-def _set_archived(orgId: str, leadId: str, *, archived: bool) -> Envelope[Lead]:
+def _set_archived(orgId: str, leadId: str, if_match: str | None, *, archived: bool) -> Response[Envelope[Lead]]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        row = lead_archive.set_archived(uow, actor, _lead_id(leadId), archived)
+        lead_id = _lead_id(leadId)
+        check_version(uow, actor.organization_id, lead_id, if_match, None)
+        row = lead_archive.set_archived(uow, actor, lead_id, archived)
         uow.commit()
     return _lead(row)
 
@@ -200,11 +209,13 @@ def _set_archived(orgId: str, leadId: str, *, archived: bool) -> Envelope[Lead]:
     ok={201: {"description": "The placement was added"}},
 )
 def add_pipeline(
-    orgId: str, leadId: str, body: Annotated[AddPipelineBody, Body()]
+    orgId: str, leadId: str, body: Annotated[AddPipelineBody, Body()], if_match: IfMatch = None
 ) -> Response[Envelope[LeadPlacement]]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        placement = lead_placements.add_to_pipeline(uow, actor, _lead_id(leadId), body.pipeline_id, body.stage_id)
+        lead_id = _lead_id(leadId)
+        check_version(uow, actor.organization_id, lead_id, if_match, body.version)
+        placement = lead_placements.add_to_pipeline(uow, actor, lead_id, body.pipeline_id, body.stage_id)
         uow.commit()
     return json_response(201, Envelope[LeadPlacement](data=_placement(placement)))
 
@@ -227,14 +238,20 @@ def add_pipeline(
     },
 )
 def set_primary(
-    orgId: str, leadId: str, pipelineId: str, body: Annotated[SetPrimaryBody | None, Body()] = None
-) -> Envelope[Lead]:
+    orgId: str,
+    leadId: str,
+    pipelineId: str,
+    body: Annotated[SetPrimaryBody | None, Body()] = None,
+    if_match: IfMatch = None,
+) -> Response[Envelope[Lead]]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
+        lead_id = _lead_id(leadId)
+        check_version(uow, actor.organization_id, lead_id, if_match, body_version(body))
         row = lead_placements.set_primary(
             uow,
             actor,
-            _lead_id(leadId),
+            lead_id,
             _placement_pipeline_id(pipelineId),
             lost_reason=body.lost_reason if body else None,
         )
@@ -265,14 +282,16 @@ def set_primary(
     },
 )
 def move_in_pipeline(
-    orgId: str, leadId: str, pipelineId: str, body: Annotated[MovePlacementBody, Body()]
+    orgId: str, leadId: str, pipelineId: str, body: Annotated[MovePlacementBody, Body()], if_match: IfMatch = None
 ) -> Envelope[LeadPlacement]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
+        lead_id = _lead_id(leadId)
+        check_version(uow, actor.organization_id, lead_id, if_match, body.version)
         placement = lead_placements.move_in_pipeline(
             uow,
             actor,
-            _lead_id(leadId),
+            lead_id,
             _placement_pipeline_id(pipelineId),
             body.stage_id,
             lost_reason=body.lost_reason,
@@ -289,9 +308,11 @@ def move_in_pipeline(
     errors={400: ["PRIMARY_PIPELINE_NOT_REMOVABLE"], 404: ["LEAD_NOT_FOUND", "PLACEMENT_NOT_FOUND"]},
     ok={204: {"description": "The placement was removed"}},
 )
-def remove_pipeline(orgId: str, leadId: str, pipelineId: str) -> Response[None]:
+def remove_pipeline(orgId: str, leadId: str, pipelineId: str, if_match: IfMatch = None) -> Response[None]:
     with UnitOfWork() as uow:
         actor = _staff(uow, orgId)
-        lead_placements.remove_from_pipeline(uow, actor, _lead_id(leadId), _placement_pipeline_id(pipelineId))
+        lead_id = _lead_id(leadId)
+        check_version(uow, actor.organization_id, lead_id, if_match, None)
+        lead_placements.remove_from_pipeline(uow, actor, lead_id, _placement_pipeline_id(pipelineId))
         uow.commit()
     return Response(status_code=204)

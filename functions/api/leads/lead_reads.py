@@ -5,11 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.fields import QueryText
 from api.http import auth_subject, entity_id, gate_before_rules, organization_id
+from api.lead_versions import lead_response
 from api.leads.schemas_lead_reads import LeadDetail, LeadListItem
 from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_for_member_read
@@ -52,7 +54,7 @@ MAX_STATUSES = 2 * len(StageCategory)
     ),
     errors={404: ["LEAD_NOT_FOUND"]},
 )
-def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
+def read(orgId: str, leadId: str) -> Response[LeadDetailOrRedirect]:
     """A merged lead's id answers with its survivor, and `meta.redirectedFrom` names the id asked for (the
     tombstone is looked up only when no lead has the id, so a plain read costs nothing more). The membership
     check rides in the lead's statement."""
@@ -62,13 +64,13 @@ def read(orgId: str, leadId: str) -> LeadDetailOrRedirect:
             lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
         actor, lead = get_lead_as_member(uow.connection, subject, org, lead_id, gate=require_staff)
         if lead is not None:
-            return LeadDetailOrRedirect(data=LeadDetail.model_validate(lead))
+            return lead_response(200, LeadDetailOrRedirect(data=LeadDetail.model_validate(lead)), lead)
         tombstone = survivor_of(uow.connection, actor.organization_id, lead_id)
         if tombstone is None:
             raise NotFound("Lead not found.", code="LEAD_NOT_FOUND")
         lead = get_lead(uow.connection, actor.organization_id, tombstone["survivor_id"])
     redirect = MergedRedirect(redirected_from=lead_id, merge_id=tombstone["merge_id"], merged_at=tombstone["merged_at"])
-    return LeadDetailOrRedirect(data=LeadDetail.model_validate(lead), meta=redirect)
+    return lead_response(200, LeadDetailOrRedirect(data=LeadDetail.model_validate(lead), meta=redirect), lead)
 
 
 @ops.get(

@@ -8,6 +8,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, EmailStr, Field
 
+from api.lead_versions import LeadVersion
 from api.schemas import CamelModel, OutModel
 
 # A roster search (`?search=`): long enough to mean something, short enough to stay a search.
@@ -29,6 +30,7 @@ class ConvertBody(CamelModel):
     last_name: str | None = Field(default=None, max_length=100)
     email: EmailStr
     role: ConvertRole = ConvertRole.MEMBER
+    version: LeadVersion | None = None  # the version read (or If-Match): stale is 409 LEAD_VERSION_CONFLICT
 
 
 class LinkMemberBody(CamelModel):
@@ -36,6 +38,7 @@ class LinkMemberBody(CamelModel):
         json_schema_extra={"examples": [{"membershipId": "0190b6a2-7c3e-7012-9a51-3f0e8c2b1a12"}]}
     )
     membership_id: uuid.UUID
+    version: LeadVersion | None = None
 
 
 class ExistingMember(OutModel):

@@ -9,6 +9,7 @@ from typing import Annotated
 from pydantic import ConfigDict, EmailStr, Field, StrictBool, model_validator
 
 from api.fields import Instant, Omittable
+from api.lead_versions import LeadVersion
 from api.schemas import CamelModel, OutModel
 from leadcrm.leads.moves import MAX_BULK_LEADS
 from leadcrm.pipelines.rules.statuses import StageCategory
@@ -35,6 +36,8 @@ class UpdateLeadBody(CamelModel):
     phone: str | None = Field(default=None, min_length=3, max_length=32, pattern=r"^[0-9+()\-\s.]+$")
     note: str | None = Field(default=None, max_length=5000)
     locale: str | None = Field(default=None, min_length=2, max_length=16)
+    # The version the caller read (or If-Match): a stale one is 409 LEAD_VERSION_CONFLICT.
+    version: LeadVersion | None = None
 
     @model_validator(mode="after")
     def _something_to_change(self) -> UpdateLeadBody:
@@ -48,6 +51,7 @@ class AddPipelineBody(CamelModel):
     pipeline_id: uuid.UUID
     # Omitted: the pipeline's first active `new` stage.
     stage_id: uuid.UUID | None = None
+    version: LeadVersion | None = None
 
 
 class MovePlacementBody(CamelModel):
@@ -55,12 +59,14 @@ class MovePlacementBody(CamelModel):
     stage_id: uuid.UUID
     # Only for the primary pipeline, when the move enters lost.
     lost_reason: LostReason | None = None
+    version: LeadVersion | None = None
 
 
 class SetPrimaryBody(CamelModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"lostReason": "price"}]})
     # Needed when the promoted stage is a lost one and the lead is not lost yet.
     lost_reason: LostReason | None = None
+    version: LeadVersion | None = None
 
 
 class BulkMoveStageBody(CamelModel):

@@ -40,6 +40,9 @@ class TimelineItem(TimelineEntry):
     to_stage_name: str | None = None
     # Why a status moved, when the move needed one (a lost reason).
     reason: str | None = None
+    # The entries one operation wrote share their group (a Sales result's touch, follow-up and move); null
+    # for messages and for history written before groups existed.
+    group: str | None = None
 
 
 class LeadDetail(Lead):

@@ -25,7 +25,8 @@ from api.pipelines.schemas_pipelines import (
     UpdateStageBody,
 )
 from api.schemas import Envelope, ListEnvelope
-from leadcrm.directory.access import require_manager, require_staff
+from leadcrm.directory.access import require_staff
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.directory.rules import Actor
 from leadcrm.pipelines import editing as editing
 from leadcrm.pipelines import queries
@@ -46,7 +47,7 @@ def _staff(uow: UnitOfWork, orgId: str) -> Actor:
 
 
 def _manager(uow: UnitOfWork, orgId: str) -> Actor:
-    return require_manager(caller(uow, router, orgId))
+    return gate(WorkspaceAction.EDIT_PIPELINES)(caller(uow, router, orgId))
 
 
 def _pipeline_id(raw: str) -> uuid.UUID:

@@ -14,7 +14,8 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
-from api.http import caller, entity_id, json_response
+from api.http import caller, entity_id
+from api.lead_versions import IfMatch, check_version, lead_response
 from api.operations import Operations
 from api.work.schemas_follow_ups import (
     FollowUpBody,
@@ -44,13 +45,17 @@ LEAD_RESPONSES = {200: {"description": "The lead, with its follow-up"}, 404: {"d
     errors={404: ["LEAD_NOT_FOUND"]},
     ok=LEAD_RESPONSES,
 )
-def put_follow_up(orgId: str, leadId: str, body: Annotated[FollowUpBody, Body()]) -> Response[FollowUpEnvelope]:
+def put_follow_up(
+    orgId: str, leadId: str, body: Annotated[FollowUpBody, Body()], if_match: IfMatch = None
+) -> Response[FollowUpEnvelope]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
+        lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
+        check_version(uow, actor.organization_id, lead_id, if_match, body.version)
         follow_up = FollowUp(at=body.at, type=body.type.value, note=body.note or None)
-        lead = set_lead_follow_up(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"), follow_up)
+        lead = set_lead_follow_up(uow, actor, lead_id, follow_up)
         uow.commit()
-    return json_response(200, FollowUpEnvelope(data=FollowUpLead.model_validate(lead)))
+    return lead_response(200, FollowUpEnvelope(data=FollowUpLead.model_validate(lead)), lead)
 
 
 @ops.delete(
@@ -61,12 +66,14 @@ def put_follow_up(orgId: str, leadId: str, body: Annotated[FollowUpBody, Body()]
     errors={404: ["LEAD_NOT_FOUND"]},
     ok=LEAD_RESPONSES,
 )
-def delete_follow_up(orgId: str, leadId: str) -> Response[FollowUpEnvelope]:
+def delete_follow_up(orgId: str, leadId: str, if_match: IfMatch = None) -> Response[FollowUpEnvelope]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        lead = clear_lead_follow_up(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"))
+        lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
+        check_version(uow, actor.organization_id, lead_id, if_match, None)
+        lead = clear_lead_follow_up(uow, actor, lead_id)
         uow.commit()
-    return json_response(200, FollowUpEnvelope(data=FollowUpLead.model_validate(lead)))
+    return lead_response(200, FollowUpEnvelope(data=FollowUpLead.model_validate(lead)), lead)
 
 
 @ops.post(
@@ -95,7 +102,9 @@ def delete_follow_up(orgId: str, leadId: str) -> Response[FollowUpEnvelope]:
         **LEAD_RESPONSES,
     },
 )
-def post_touch(orgId: str, leadId: str, body: Annotated[TouchBody, Body()]) -> Response[TouchEnvelope]:
+def post_touch(
+    orgId: str, leadId: str, body: Annotated[TouchBody, Body()], if_match: IfMatch = None
+) -> Response[TouchEnvelope]:
     follow_up = body.follow_up
     replacement = None
     if follow_up is not None and follow_up.action is TouchFollowUpAction.REPLACE:
@@ -111,7 +120,9 @@ def post_touch(orgId: str, leadId: str, body: Annotated[TouchBody, Body()]) -> R
     )
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        result = log_touch(uow, actor, entity_id(leadId, "LEAD_NOT_FOUND"), touch)
+        lead_id = entity_id(leadId, "LEAD_NOT_FOUND")
+        check_version(uow, actor.organization_id, lead_id, if_match, body.version)
+        result = log_touch(uow, actor, lead_id, touch)
         uow.commit()
     data = TouchResultData(applied=result.applied, lead=FollowUpLead.model_validate(result.lead))
-    return json_response(200, TouchEnvelope(data=data))
+    return lead_response(200, TouchEnvelope(data=data), result.lead)

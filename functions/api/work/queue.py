@@ -14,12 +14,13 @@ from api.schemas import ListEnvelope
 from api.work.schemas_queue import QueueItem
 from leadcrm.directory.access import require_staff
 from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import BadRequest
 from leadcrm.work.queue import (
     QueueFilters,
     decode_queue_cursor,
     queue_page,
 )
-from leadcrm.work.rules.attention import Reason
+from leadcrm.work.rules.attention import QueueView, QueueViewConflict, Reason, reason_of_view
 
 router = APIGatewayHttpRouter()
 ops = Operations(router, "Work")
@@ -35,18 +36,26 @@ ops = Operations(router, "Work")
         "(came back within 7 days, nobody tried since), `unassigned`. Ranked by `tier` (0 hot: arrivals in "
         "their first 24 hours; 1 due follow-ups; 2 cooling: arrivals up to 7 days; 3 backlog), then newest "
         "arrival / most overdue follow-up first. The intake call and the return call are never overdue. "
-        "`reason=` lists the leads having that reason, ranked by it. `nextCursor` is valid only with the "
-        "`reason` it was issued for.",
+        "`reason=` lists the leads having that reason, ranked by it. `view=needs_reply` is the Sales "
+        "workspace's needs-reply view: the inbound-unanswered leads (`reason=inbound_unanswered`; with another "
+        "`reason` it is 400 QUEUE_VIEW_CONFLICT). `nextCursor` is valid only with the `reason` it was issued "
+        "for. This is the Sales workspace's Work queue.",
+    errors={400: ["QUEUE_VIEW_CONFLICT"]},
 )
 def index(
     orgId: str,
     assignee: AssigneeParam = None,
     reason: Annotated[Reason | None, Query()] = None,
+    view: Annotated[QueueView | None, Query()] = None,
     limit: PageSize = DEFAULT_PAGE_SIZE,
     cursor: CursorParam = None,
 ) -> ListEnvelope[QueueItem]:
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))  # the gate before any rule of the request
+        try:
+            reason = reason_of_view(view, reason)
+        except QueueViewConflict as conflict:
+            raise BadRequest(str(conflict), code="QUEUE_VIEW_CONFLICT") from None
         filters = QueueFilters(
             assignee=assignee_of(assignee, actor),
             reason=reason,

@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import ConfigDict, Field, model_validator
 
 from api.fields import Instant
+from api.lead_versions import LeadVersion
 from api.schemas import CamelModel, Lead, OutModel
 from leadcrm.work.rules.call_outcomes import CallOutcome, TouchChannel
 from leadcrm.work.rules.follow_ups import MAX_FOLLOW_UP_NOTE, FollowUpType, TouchFollowUpAction
@@ -20,6 +21,7 @@ class FollowUpBody(CamelModel):
     at: Instant
     type: FollowUpType
     note: str | None = Field(default=None, max_length=MAX_FOLLOW_UP_NOTE)
+    version: LeadVersion | None = None  # the version read (or If-Match): stale is 409 LEAD_VERSION_CONFLICT
 
 
 class TouchFollowUp(CamelModel):
@@ -44,6 +46,7 @@ class TouchBody(CamelModel):
     note: str | None = Field(default=None, max_length=5000)
     follow_up: TouchFollowUp | None = None
     trial_date: Instant | None = None
+    version: LeadVersion | None = None
 
     @model_validator(mode="after")
     def _trial_date_with_a_booking(self) -> TouchBody:

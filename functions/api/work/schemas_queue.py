@@ -23,3 +23,5 @@ class QueueItem(OutModel):
     reasons: list[str]
     # 0 hot, 1 due follow-ups, 2 cooling, 3 backlog (see leadcrm.work.rules.attention)
     tier: int
+    # The lead's version (what its sheet's writes send back as If-Match or `version`).
+    version: int

@@ -18,9 +18,11 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Select,
+    Text,
     Uuid,
     and_,
     bindparam,
+    cast,
     exists,
     func,
     literal,
@@ -196,6 +198,7 @@ def _timeline_statement() -> Select:
             lead_status_events.c.to_stage_id,
             lead_status_events.c.reason,
             null().cast(JSONB).label("payload"),
+            cast(lead_status_events.c.group_xact, Text).label("group"),
         )
         .where(lead_status_events.c.organization_id == _ORGANIZATION_ID, lead_status_events.c.lead_id == _LEAD_ID)
         .order_by(lead_status_events.c.changed_at.desc(), lead_status_events.c.id.desc())
@@ -214,6 +217,7 @@ def _timeline_statement() -> Select:
             null().label("to_stage_id"),
             null().label("reason"),
             lead_activity_events.c.payload,
+            cast(lead_activity_events.c.group_xact, Text).label("group"),
         )
         .where(lead_activity_events.c.organization_id == _ORGANIZATION_ID, lead_activity_events.c.lead_id == _LEAD_ID)
         .order_by(lead_activity_events.c.occurred_at.desc(), lead_activity_events.c.id.desc())
@@ -241,6 +245,7 @@ def _timeline_statement() -> Select:
             null().label("to_stage_id"),
             null().label("reason"),
             message_payload.label("payload"),
+            null().cast(Text).label("group"),  # a message is its own entry
         )
         .select_from(
             conversation_messages.join(conversations, conversations.c.id == conversation_messages.c.conversation_id)

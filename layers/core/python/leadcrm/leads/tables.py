@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     Column,
@@ -119,6 +120,10 @@ leads = Table(
     Column("qualification_changed_at", DateTime(timezone=True)),
     Column("reevaluate_at", DateTime(timezone=True)),
     Column("nurture_score", Integer),
+    # Bumped by PostgreSQL once per transaction that writes the lead, its placements or its follow-up
+    # (migration 0026); a person's write may send the version it read (leads.versions).
+    Column("version", Integer, nullable=False, server_default=text("1")),
+    Column("version_xact", BigInteger, server_default=text("txid_current()")),
     created_at_column(),
     updated_at_column(),
     CheckConstraint(one_of("status", STAGE_CATEGORIES), name="status"),
@@ -335,6 +340,9 @@ lead_status_events = Table(
     # Why the lead moved, when the move needs one (the lost reason): the history keeps every reason.
     Column("reason", Text),
     stamp_column("changed_at"),
+    # The transaction that wrote the event (migration 0026): with the timeline entries of the same
+    # transaction, one operation's timeline group.
+    Column("group_xact", BigInteger, server_default=text("txid_current()")),
     # Covering, and in the order the funnel walks each lead's history (analytics.reports): an organization's
     # events are read from the index alone, already sorted for the window over each lead's events.
     Index(
@@ -374,6 +382,8 @@ lead_activity_events = Table(
     # The event that caused this entry, when a consumer wrote it: a redelivery records nothing more.
     Column("source_event_id", Uuid),
     stamp_column("occurred_at"),
+    # The transaction that wrote the entry (migration 0026): one operation's entries are one timeline group.
+    Column("group_xact", BigInteger, server_default=text("txid_current()")),
     Index("ix_lead_activity_events_lead", "organization_id", "lead_id", "occurred_at"),
     Index(
         "uq_lead_activity_events_source_event",
@@ -487,6 +497,7 @@ LEAD_COLUMNS = (
     leads.c.status_changed_at,
     leads.c.created_at,
     leads.c.updated_at,
+    leads.c.version,
 )
 
 # Assignment rules (leads.assignment, leads.rules.assignment): tried in `position` order when a lead arrives

@@ -468,6 +468,7 @@ _ITEM_COLUMNS = (
     leads.c.last_contacted_at,
     leads.c.last_inbound_at,
     leads.c.last_outbound_at,
+    leads.c.version,  # a row opens the lead's sheet, whose writes send the version read (leads.versions)
 )
 _FACT_FIELDS = tuple(name for name in LeadFacts.__dataclass_fields__ if name not in ("archived_at", "paused_at"))
 
@@ -494,6 +495,7 @@ def queue_page(conn: Connection, actor: Actor, filters: QueueFilters, *, now: da
                 "returned_at": row["returned_at"],
                 "returned_from_status": row["returned_from_status"],
                 "returned_via": row["returned_via"],
+                "version": row["version"],
                 "reasons": [r.value for r in reasons],
                 "tier": int(key // TIER_SCALE),
                 "rank_key": key,

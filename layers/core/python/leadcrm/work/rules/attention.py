@@ -72,6 +72,29 @@ class Reason(StrEnum):
 REASON_ORDER = tuple(Reason)
 
 
+class QueueView(StrEnum):
+    """The Sales workspace's named views of the Work queue (the retired Leads inbox is `needs_reply`)."""
+
+    NEEDS_REPLY = "needs_reply"
+
+
+_VIEW_REASONS = {QueueView.NEEDS_REPLY: Reason.INBOUND_UNANSWERED}
+
+
+class QueueViewConflict(ValueError):
+    pass
+
+
+def reason_of_view(view: QueueView | None, reason: Reason | None) -> Reason | None:
+    """The reason a view lists (a view is a named reason filter); a view with another reason is a conflict."""
+    if view is None:
+        return reason
+    wanted = _VIEW_REASONS[view]
+    if reason is not None and reason is not wanted:
+        raise QueueViewConflict(f"view={view.value} lists reason {wanted.value}, not {reason.value}")
+    return wanted
+
+
 class Tier(IntEnum):
     HOT = 0
     DUE = 1

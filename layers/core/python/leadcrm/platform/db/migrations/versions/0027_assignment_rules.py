@@ -1,7 +1,7 @@
 """assignment rules and staff availability.
 
 Revision ID: 0027
-Revises: 0025
+Revises: 0026
 Create Date: 2026-12-05
 
 `lead_assignment_rules`: the organization's ordered rules that give a lead arriving without an owner one
@@ -17,7 +17,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 revision = "0027"
-down_revision = "0025"
+down_revision = "0026"
 branch_labels = None
 depends_on = None
 
