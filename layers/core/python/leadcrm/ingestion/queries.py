@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Uuid, literal, select, tuple_
+from sqlalchemy import Connection, select
 
 from leadcrm.ingestion.csv_import import JOB_COLUMNS
 from leadcrm.ingestion.tables import lead_import_jobs, lead_import_rows
+from leadcrm.platform.db.pages import Page, newest_first_page
 from leadcrm.platform.errors import BadRequest, NotFound
-from leadcrm.platform.keyset import decode_keyset, encode_keyset, keyset_instant
+from leadcrm.platform.keyset import decode_keyset, encode_keyset
 
 
 def get_import(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) -> dict[str, Any]:
@@ -28,29 +28,14 @@ def get_import(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) 
         raise NotFound("No such import.", code="IMPORT_NOT_FOUND")
     return dict(row)
 
-@dataclass(frozen=True)
-class Page:
-    items: list[dict[str, Any]]
-    next_cursor: str | None
 
 def list_imports(conn: Connection, organization_id: uuid.UUID, *, limit: int, cursor: str | None) -> Page:
     """The organization's jobs, newest first (keyset on created_at, id)."""
     query = select(*JOB_COLUMNS).where(lead_import_jobs.c.organization_id == organization_id)
-    if cursor:
-        raw_created_at, raw_id = decode_keyset(cursor, 2)
-        try:
-            after = tuple_(literal(keyset_instant(raw_created_at)), literal(uuid.UUID(raw_id), Uuid))
-        except ValueError as error:
-            raise BadRequest("The cursor is not one this API returned.", code="INVALID_CURSOR") from error
-        query = query.where(tuple_(lead_import_jobs.c.created_at, lead_import_jobs.c.id) < after)
-    rows = conn.execute(
-        query.order_by(lead_import_jobs.c.created_at.desc(), lead_import_jobs.c.id.desc()).limit(limit + 1)
-    ).mappings()
-    items = [dict(r) for r in rows]
-    more = len(items) > limit
-    items = items[:limit]
-    next_cursor = encode_keyset([items[-1]["created_at"].isoformat(), str(items[-1]["id"])]) if more else None
-    return Page(items, next_cursor)
+    return newest_first_page(
+        conn, query, lead_import_jobs.c.created_at, lead_import_jobs.c.id, limit=limit, cursor=cursor
+    )
+
 
 def list_import_rows(
     conn: Connection,
