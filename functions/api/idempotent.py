@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from api.http import json_response
 from leadcrm.platform import idempotency
 from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.errors import Conflict
 
 REPLAYED_HEADER = {"Idempotent-Replayed": "true"}
 
@@ -50,3 +51,17 @@ def respond_once(
 
 def _status_of(status: int | Callable[[Body], int], produced: Body) -> int:
     return status if isinstance(status, int) else status(produced)
+
+
+def claim_send(uow: UnitOfWork, scope: str, key: str | None, request: dict[str, object]) -> Response | None:
+    """For a send committed in two transactions (queued, then its outcome): claim `key` with the queued
+    message, or answer what the first request with that key got. The key's answer is stored with the
+    outcome, so between the two a retry is 409 SEND_IN_PROGRESS, never a second send. None: go on."""
+    if key is None:
+        return None
+    replay = idempotency.claim(uow.connection, scope, key, idempotency.request_fingerprint(request))
+    if replay is None:
+        return None
+    if replay.status == 0:  # claimed with its message, outcome not recorded (yet)
+        raise Conflict("A send with this Idempotency-Key is in progress.", code="SEND_IN_PROGRESS")
+    return json_response(replay.status, replay.body, REPLAYED_HEADER)

@@ -26,7 +26,7 @@ from api.conversations.schemas_conversations import (
     SendMessageBody,
 )
 from api.http import caller, entity_id, json_response
-from api.idempotent import REPLAYED_HEADER
+from api.idempotent import claim_send
 from api.operations import Operations
 from api.params import DEFAULT_PAGE_SIZE, AssigneeParam, CursorParam, PageSize, assignee_of
 from api.schemas import Envelope, ListEnvelope
@@ -37,7 +37,6 @@ from leadcrm.directory.access import require_staff
 from leadcrm.directory.rules import Actor
 from leadcrm.platform import idempotency
 from leadcrm.platform.db.uow import UnitOfWork
-from leadcrm.platform.errors import Conflict
 from leadcrm.platform.ids import parse_uuid
 
 router = APIGatewayHttpRouter()
@@ -265,12 +264,9 @@ def _send(
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         scope = f"conversations.send:{actor.organization_id}"
-        if idempotency_key is not None:
-            replay = idempotency.claim(uow.connection, scope, idempotency_key, idempotency.request_fingerprint(request))
-            if replay is not None:
-                if replay.status == 0:  # claimed with its message, outcome not recorded (yet)
-                    raise Conflict("A send with this Idempotency-Key is in progress.", code="SEND_IN_PROGRESS")
-                return json_response(replay.status, replay.body, REPLAYED_HEADER)
+        replay = claim_send(uow, scope, idempotency_key, request)
+        if replay is not None:
+            return replay
         queued = sending.queue_email(uow.connection, actor, thread_of(uow, actor), text, subject)
         uow.commit()
 

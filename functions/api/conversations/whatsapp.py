@@ -26,7 +26,7 @@ from api.conversations.schemas_conversations import (
 )
 from api.fields import QueryText
 from api.http import caller, entity_id, json_response
-from api.idempotent import REPLAYED_HEADER
+from api.idempotent import claim_send
 from api.operations import MANAGER, Operations
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.conversations import whatsapp
@@ -81,12 +81,9 @@ def send_whatsapp(
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
         scope = f"conversations.whatsapp:{actor.organization_id}"
-        if idempotency_key is not None:
-            replay = idempotency.claim(uow.connection, scope, idempotency_key, idempotency.request_fingerprint(request))
-            if replay is not None:
-                if replay.status == 0:  # claimed with its message, outcome not recorded (yet)
-                    raise Conflict("A send with this Idempotency-Key is in progress.", code="SEND_IN_PROGRESS")
-                return json_response(replay.status, replay.body, REPLAYED_HEADER)
+        replay = claim_send(uow, scope, idempotency_key, request)
+        if replay is not None:
+            return replay
         conversation_id = entity_id(conversationId, "CONVERSATION_NOT_FOUND")
         template = (
             whatsapp.TemplateChoice(body.template.name, body.template.language, tuple(body.template.parameters))
