@@ -78,6 +78,10 @@ _ses_event = Deferred("leadcrm.conversations.reactions", "on_ses_event")
 # scoring.RESCORING_EVENTS: the events that also rescore their lead
 RESCORING_EVENTS = frozenset({"lead.created", "lead.returned", "conversation.inbound_received"})
 _rescore = Deferred("leadcrm.qualification.scoring", "handle_lead_changed")
+# ingestion.meta_crm_events.STAGE_EVENTS: the events whose stage change also becomes a Meta CRM event (a
+# Lead Ads lead's, where its organization turned CRM events on), beside their own reaction
+META_CRM_EVENTS = frozenset({"lead.created", "lead.status_changed"})
+_meta_crm_event = Deferred("leadcrm.ingestion.meta_crm_events", "on_stage_event")
 
 
 def replay_held_events(conn: Connection, message: HeldEventsReleased) -> bool:
@@ -122,6 +126,8 @@ EVENT_REACTIONS: dict[str, EventReaction] = {
     "lead.status_changed": Deferred("leadcrm.work.task_closing", "handle_lead_status_changed"),
     "lead.returned": Deferred("leadcrm.work.follow_ups", "sync_return_call"),
     "conversation.inbound_received": Deferred("leadcrm.analytics.attribution", "handle_inbound_received"),
+    # A recorded CRM event, checked again and handed to the meta_events function (outside the VPC).
+    "lead.crm_event_recorded": Deferred("leadcrm.ingestion.meta_crm_events", "hand_to_sender"),
     # SES's email sending events (source aws.ses, from the default bus): delivery status and suppression
     # (conversations.reactions.SES_DETAIL_TYPES).
     "Email Sent": _ses_event,
@@ -166,10 +172,12 @@ def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> 
     """Apply one event; True when it changed something. Unknown types are acknowledged and ignored."""
     reaction = EVENT_REACTIONS.get(detail_type)
     rescores = detail_type in RESCORING_EVENTS
-    if reaction is None and not rescores:
+    if reaction is None and not rescores and detail_type not in META_CRM_EVENTS:
         logger.info("ignoring event type", extra={"detailType": detail_type})
         return False
     changed = reaction(conn, detail) if reaction is not None else False
     if rescores:
         changed = _rescore(conn, detail) or changed
+    if detail_type in META_CRM_EVENTS:
+        changed = _meta_crm_event(conn, detail) or changed
     return changed
