@@ -17,7 +17,8 @@ EVENT_BUS = "leadcrm-events"
 INGESTION_QUEUE = "leadcrm-ingestion"
 TASK_LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"
 GRAPH_FETCH_QUEUE = "leadcrm-graph-fetch"
-WORK_QUEUES = (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE, GRAPH_FETCH_QUEUE)
+META_EVENTS_QUEUE = "leadcrm-meta-events"
+WORK_QUEUES = (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE, GRAPH_FETCH_QUEUE, META_EVENTS_QUEUE)
 INBOUND_BUCKET = "leadcrm-inbound-mail"
 INBOUND_PREFIX = "inbound/"
 IMPORTS_BUCKET = "leadcrm-lead-imports"
@@ -47,6 +48,10 @@ class LocalAws:
     @property
     def graph_fetch_queue_url(self) -> str:
         return self.queues[GRAPH_FETCH_QUEUE]
+
+    @property
+    def meta_events_queue_url(self) -> str:
+        return self.queues[META_EVENTS_QUEUE]
 
 
 def ses_event_pattern(configuration_set: str) -> dict[str, object]:

@@ -40,7 +40,14 @@ from infra.local.lambdas import CODE_PATHS, HANDLERS, LocalContext
 
 # Reserved concurrency per function: the API serves the dashboard's parallel requests; the event functions
 # are fed by one poller each plus the scheduler.
-DEFAULT_CONCURRENCY = {"api": 4, "webhooks": 2, "ingestion": 2, "graph_fetch": 2, "task_lifecycle": 2}
+DEFAULT_CONCURRENCY = {
+    "api": 4,
+    "webhooks": 2,
+    "ingestion": 2,
+    "graph_fetch": 2,
+    "meta_events": 1,
+    "task_lifecycle": 2,
+}
 MAX_CONCURRENCY = 64
 # Lambda's own pool size (config's default): one connection per container, one invocation at a time.
 CONTAINER_ENVIRONMENT = {"DB_POOL_SIZE": "1"}

@@ -89,7 +89,7 @@ class LocalStack:
         self.authorizer: JwtAuthorizer
         self.pollers: list[QueuePoller] = []
         self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
-        self.graph = LocalGraph(faults.registry)  # Meta Graph's lead endpoint, for the graph_fetch function
+        self.graph = LocalGraph(faults.registry)  # Meta Graph: leads for graph_fetch, CRM events from meta_events
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -114,6 +114,7 @@ class LocalStack:
         self.resources = aws.provision()
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
         os.environ["GRAPH_FETCH_QUEUE_URL"] = self.resources.graph_fetch_queue_url
+        os.environ["META_EVENTS_QUEUE_URL"] = self.resources.meta_events_queue_url
         os.environ["LEAD_IMPORTS_BUCKET"] = aws.IMPORTS_BUCKET
         os.environ["WEBHOOK_BODIES_BUCKET"] = aws.WEBHOOK_BODIES_BUCKET
 
@@ -134,6 +135,7 @@ class LocalStack:
         self.lambdas.start()  # the environment is complete: the containers take it as it is now (warming up)
         self.pollers = [
             QueuePoller(self.lambdas, "graph_fetch", self.resources.graph_fetch_queue_url),
+            QueuePoller(self.lambdas, "meta_events", self.resources.meta_events_queue_url),
             QueuePoller(self.lambdas, "ingestion", self.resources.ingestion_queue_url),
             QueuePoller(self.lambdas, "task_lifecycle", self.resources.task_lifecycle_queue_url),
         ]
@@ -159,6 +161,13 @@ class LocalStack:
     # --- HTTP ------------------------------------------------------------------------------------------
     def dispatch(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> Reply:
         headers = {k.lower(): v for k, v in headers.items()}
+        if method == "POST" and path.startswith(GRAPH_PREFIX) and path.endswith("/events"):
+            dataset_id = path.removeprefix(GRAPH_PREFIX).removesuffix("/events")
+            try:
+                sent = json.loads(body or b"{}")
+            except ValueError:
+                sent = None
+            return _json(*self.graph.receive_events(dataset_id, headers.get("authorization"), sent))
         if method == "GET" and path.startswith(GRAPH_PREFIX):
             status, answer = self.graph.read(path.removeprefix(GRAPH_PREFIX), headers.get("authorization"))
             return _json(status, answer)
@@ -434,6 +443,10 @@ class LocalStack:
             return _error(400, "VALIDATION_FAILED", "Send the lead as Graph returns it, with a string id.")
         return _json(201, {"data": {"id": lead_id}})
 
+    def meta_events(self, data: dict[str, Any]) -> Reply:
+        """The CRM events the local Conversions API received, oldest first."""
+        return _json(200, {"data": self.graph.recorded_events()})
+
     def tick(self, data: dict[str, Any]) -> Reply:
         job = data.get("job")
         if job is not None and job not in JOB_RATES_SECONDS:
@@ -472,6 +485,7 @@ LOCAL_ROUTES = {
     ("POST", "/_local/events"): LocalStack.put_event,
     ("POST", "/_local/tick"): LocalStack.tick,
     ("POST", "/_local/graph/leads"): LocalStack.register_graph_lead,
+    ("GET", "/_local/meta/events"): LocalStack.meta_events,
     ("GET", "/_local/idle"): LocalStack.idle,
     ("POST", "/_local/faults"): faults.arm_route,
     ("GET", "/_local/faults"): faults.list_route,
