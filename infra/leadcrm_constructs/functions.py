@@ -1,4 +1,4 @@
-"""Functions: the seven Lambda functions, built from one code asset rooted at ``functions/``.
+"""Functions: the eight Lambda functions, built from one code asset rooted at ``functions/``.
 
 Every function gets the same runtime, architecture, layers (core, dependencies: their files do not
 overlap), tracing, log retention and Powertools settings; only the handler, size and network placement
@@ -8,7 +8,7 @@ resources, so a capability can be read (and later removed) in one file. Each fun
 variables it needs when it starts (functions/<name>/settings.py; tests/infra/platform/test_infra_settings.py
 holds each list to what the stack sets). The variables the code reads, and who sets them:
 
-- all seven: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` and
+- all eight: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` and
   ``POWERTOOLS_TRACER_CAPTURE_RESPONSE`` / ``_ERROR`` off (this construct): a traced function's return value
   or error message can hold PII, and traces, like logs, carry ids only (leadcrm.platform.telemetry);
 - api, ingestion, task_lifecycle: ``DB_AUTH_MODE``, ``DB_HOST``, ``DB_PORT``, ``DB_NAME``, ``DB_USER``,
@@ -17,6 +17,8 @@ holds each list to what the stack sets). The variables the code reads, and who s
   (``WebhookIngress``);
 - graph_fetch: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``INTEGRATION_SECRET_PREFIX`` (``LeadIngestion``);
   ``META_GRAPH_BASE_URL`` is left to its default (the Graph API);
+- meta_events: ``INGESTION_QUEUE_URL`` and ``INTEGRATION_SECRET_PREFIX`` (``MetaConversions``);
+  ``META_GRAPH_BASE_URL`` is left to its default;
 - migrations: the ``DB_*`` settings (``Database``, through ``Migrations``) and ``MIGRATIONS_HASH``;
 - admin: the ``DB_*`` settings and ``EVENT_BUS_NAME`` (the stack grants them: it writes as the consumers do).
 """
@@ -94,6 +96,16 @@ GRAPH_FETCH = FunctionSpec(
     timeout=Duration.seconds(60),
     in_vpc=False,
 )
+# Outside the VPC, for the same reason as graph_fetch: it POSTs CRM events to the Conversions API. No database:
+# task_lifecycle queues each event once it has checked it may go; Meta's answer goes back by the ingestion queue.
+META_EVENTS = FunctionSpec(
+    construct_id="MetaEvents",
+    handler="meta_events.handler.lambda_handler",
+    description="LeadCRM Meta Conversions API for CRM: send CRM events to Meta, queue Meta's answers",
+    memory_size=256,
+    timeout=Duration.seconds(60),
+    in_vpc=False,
+)
 TASK_LIFECYCLE = FunctionSpec(
     construct_id="TaskLifecycle",
     handler="task_lifecycle.handler.lambda_handler",
@@ -122,11 +134,11 @@ ADMIN = FunctionSpec(
     timeout=Duration.seconds(30),
     in_vpc=True,
 )
-FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, GRAPH_FETCH, TASK_LIFECYCLE, MIGRATIONS, ADMIN)
+FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, GRAPH_FETCH, META_EVENTS, TASK_LIFECYCLE, MIGRATIONS, ADMIN)
 
 
 class LambdaFunctions(Construct):
-    """The api, webhooks, ingestion, graph_fetch, task_lifecycle, migrations and admin functions."""
+    """The api, webhooks, ingestion, graph_fetch, meta_events, task_lifecycle, migrations and admin functions."""
 
     def __init__(
         self,
@@ -149,6 +161,7 @@ class LambdaFunctions(Construct):
         self.webhooks = self._function(WEBHOOKS)
         self.ingestion = self._function(INGESTION)
         self.graph_fetch = self._function(GRAPH_FETCH)
+        self.meta_events = self._function(META_EVENTS)
         self.task_lifecycle = self._function(TASK_LIFECYCLE)
         self.migrations = self._function(MIGRATIONS)
         self.admin = self._function(ADMIN)
@@ -189,7 +202,7 @@ class LambdaFunctions(Construct):
     @property
     def traffic(self) -> list[lambda_.Function]:
         """Functions that serve requests and messages (what migrations must run before)."""
-        return [self.api, self.webhooks, self.ingestion, self.graph_fetch, self.task_lifecycle]
+        return [self.api, self.webhooks, self.ingestion, self.graph_fetch, self.meta_events, self.task_lifecycle]
 
     @property
     def all(self) -> list[lambda_.Function]:

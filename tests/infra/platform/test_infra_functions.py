@@ -13,6 +13,7 @@ HANDLERS = {
     "webhooks": "webhooks.handler.lambda_handler",
     "ingestion": "ingestion.handler.lambda_handler",
     "graph_fetch": "graph_fetch.handler.lambda_handler",
+    "meta_events": "meta_events.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
     "migrations": "migrations.handler.lambda_handler",
     "admin": "admin.handler.lambda_handler",
@@ -36,6 +37,7 @@ LOG_RETENTION_DAYS = 30
         ("webhooks", 256, 5),
         ("ingestion", 512, 30),
         ("graph_fetch", 256, 60),
+        ("meta_events", 256, 60),
         ("task_lifecycle", 512, 30),
         ("migrations", 512, 300),
         ("admin", 512, 30),
@@ -90,7 +92,7 @@ def test_every_function_names_the_service_and_keeps_pii_out_of_its_traces(
     assert variables.get("POWERTOOLS_LOGGER_LOG_EVENT", "false") == "false"  # an event holds a lead's details
 
 
-def test_exactly_seven_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
+def test_exactly_eight_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
     ours = [
         r
         for r in resources.values()
@@ -176,8 +178,9 @@ def test_meta_secret_is_a_generated_placeholder(template: Template) -> None:
 @pytest.mark.parametrize("name", DATABASE_FUNCTIONS)
 def test_database_functions_get_only_what_they_use(policy_actions: dict[str, set[str]], name: str) -> None:
     assert {"rds-db:connect", "events:PutEvents", "secretsmanager:GetSecretValue"} <= policy_actions[name]
-    # The API queues CSV import jobs and ingestion queues their continuations; task_lifecycle sends nothing.
-    assert ("sqs:SendMessage" in policy_actions[name]) == (name in ("api", "ingestion"))
+    # The API queues CSV import jobs and ingestion queues their continuations; task_lifecycle queues CRM events
+    # for meta_events (the only queue it may send to: tests/infra/ingestion/test_infra_meta_conversions.py).
+    assert ("sqs:SendMessage" in policy_actions[name]) == (name in ("api", "ingestion", "task_lifecycle"))
 
 
 def test_only_consumers_receive_and_the_webhook_receiver_sends(policy_actions: dict[str, set[str]]) -> None:

@@ -11,7 +11,7 @@ import pytest
 from leadcrm.platform.config import get_settings
 from leadcrm.platform.environment import SettingsError, at_cold_start
 
-FUNCTIONS = ("api", "webhooks", "ingestion", "graph_fetch", "task_lifecycle", "migrations", "admin")
+FUNCTIONS = ("api", "webhooks", "ingestion", "graph_fetch", "meta_events", "task_lifecycle", "migrations", "admin")
 DATABASE_FUNCTIONS = ("api", "ingestion", "task_lifecycle", "migrations", "admin")
 EVERY_VARIABLE = (
     "DATABASE_URL",
@@ -68,6 +68,7 @@ NAMED_WHEN_EMPTY = {
         "PSEUDONYM_SECRET_ARN",
     ],
     "graph_fetch": ["INGESTION_QUEUE_URL", "WEBHOOK_BODIES_BUCKET"],
+    "meta_events": ["INGESTION_QUEUE_URL"],
     "task_lifecycle": [
         "DB_SECRET_ARN",
         "EVENT_BUS_NAME",
