@@ -233,6 +233,15 @@ def crm_target(conn: Connection, organization_id: uuid.UUID, page_id: str | None
     return CrmTarget(row.id, page_id, settings)
 
 
+def connection_active(conn: Connection, connection_id: uuid.UUID | None) -> bool:
+    if connection_id is None:
+        return False
+    status = conn.execute(
+        select(integration_connections.c.status).where(integration_connections.c.id == connection_id)
+    ).scalar_one_or_none()
+    return status == ACTIVE
+
+
 def stage_name(conn: Connection, organization_id: uuid.UUID, stage_id: uuid.UUID) -> str | None:
     return conn.execute(
         select(pipeline_stages.c.name).where(

@@ -28,7 +28,7 @@ from sqlalchemy import Connection, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.exc import DBAPIError
 
-from leadcrm.ingestion.meta_crm import CHANNELS, crm_target, lead_facts, stage_name
+from leadcrm.ingestion.meta_crm import CHANNELS, connection_active, crm_target, lead_facts, stage_name
 from leadcrm.ingestion.rules.meta_crm import (
     CRM_EVENT_KIND,
     SENT_ACTIVITY,
@@ -151,8 +151,9 @@ def hand_to_sender(conn: Connection, detail: dict[str, Any]) -> bool:
     record = lead_facts(conn, organization_id, row.lead_id)
     target = crm_target(conn, organization_id, row.page_id)
     why = refusal(record.facts, channels=CHANNELS, configured=target is not None)
-    if why is None and (target is None or target.connection_id != row.connection_id):
-        why = Refusal.DISCONNECTED
+    if why in (None, Refusal.NOT_CONFIGURED) and (target is None or target.connection_id != row.connection_id):
+        # its page's connection is gone (disconnected, or replaced by a new one) or its CRM events are off
+        why = Refusal.NOT_CONFIGURED if connection_active(conn, row.connection_id) else Refusal.DISCONNECTED
     if why is not None:
         _set(conn, row.id, status=WITHDRAWN, withdrawn_reason=why.value)
         logger.info("CRM event withdrawn", extra={"crmEventId": str(row.id), "reason": why.value})
