@@ -18,7 +18,7 @@ from leadcrm.ingestion.tables import meta_crm_events
 from leadcrm.leads import pseudonym_tokens
 from leadcrm.platform.db.engine import get_engine
 from tests.support.api import call_api, leads_path
-from tests.support.aws import Queue, make_queue
+from tests.support.aws import Queue
 from tests.support.capture_helpers import activities_of
 from tests.support.events import lambda_context, sqs_event, sqs_record_from_message
 from tests.support.factories import make_caller
@@ -31,13 +31,9 @@ from tests.support.ingestion_helpers import (
     leadgen_message,
 )
 
-META_EVENTS_QUEUE = "leadcrm-meta-events"
-
-
 @pytest.fixture
-def queues(event_bus, lifecycle_queue, ingestion_queue, monkeypatch) -> dict[str, Queue]:
-    meta_events = make_queue(META_EVENTS_QUEUE)
-    monkeypatch.setenv("META_EVENTS_QUEUE_URL", meta_events.url)
+def queues(event_bus, lifecycle_queue, ingestion_queue, meta_events_queue, monkeypatch) -> dict[str, Queue]:
+    meta_events = meta_events_queue
     monkeypatch.delenv("PSEUDONYM_SECRET_ARN", raising=False)
     monkeypatch.setenv("PSEUDONYM_KEY", "test-pseudonym-key")
     pseudonym_tokens.forget()
