@@ -31,6 +31,7 @@ from tests.support.ingestion_helpers import (
     leadgen_message,
 )
 
+
 @pytest.fixture
 def queues(event_bus, lifecycle_queue, ingestion_queue, meta_events_queue, monkeypatch) -> dict[str, Queue]:
     meta_events = meta_events_queue
