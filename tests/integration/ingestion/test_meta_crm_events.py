@@ -20,7 +20,7 @@ from leadcrm.platform.db.engine import get_engine
 from tests.support.api import call_api, leads_path
 from tests.support.aws import Queue
 from tests.support.capture_helpers import activities_of
-from tests.support.events import lambda_context, sqs_event, sqs_record_from_message
+from tests.support.events import lambda_context, sqs_event, sqs_record, sqs_record_from_message
 from tests.support.factories import make_caller
 from tests.support.ingestion_helpers import (
     connect_page,
@@ -381,3 +381,35 @@ def test_a_coach_may_not_configure_crm_events(owner, page):
     coach = make_caller(role="coach", organization=owner.organization)
     response = _settings(coach, page[1])
     assert (response.status, response.error_code) == (403, "OWNER_OR_ADMIN_ONLY")
+
+
+# --- the sender's own refusals -----------------------------------------------------------------------------------
+
+
+def _send(*bodies: str) -> dict[str, Any]:
+    from meta_events.handler import lambda_handler
+
+    records = [sqs_record(body, queue_name="leadcrm-meta-events") for body in bodies]
+    return lambda_handler(sqs_event(*records), lambda_context("leadcrm-meta-events"))
+
+
+def test_a_message_that_is_no_crm_event_is_rejected_not_retried(queues, graph):
+    assert _send("not json", '{"kind": "meta.crm_event"}') == {"batchItemFailures": []}
+    assert graph.recorded_events() == []
+
+
+def test_an_event_for_a_page_without_a_token_is_reported_failed_not_retried(queues, graph, owner):
+    import json
+
+    body = {"crmEventId": str(uuid.uuid4()), "organizationId": str(owner.org_id), "leadId": str(uuid.uuid4()),
+            "pageId": fresh_id(), "datasetId": "1234567890123456", "event": {"event_name": "New"}}  # fmt: skip
+
+    assert _send(json.dumps(body)) == {"batchItemFailures": []}
+
+    assert graph.recorded_events() == []
+    (answer,) = [json.loads(m["Body"]) for m in queues["ingestion"].receive_all()]
+    assert (answer["kind"], answer["delivered"], answer["answer"]["error"]["code"]) == (
+        "meta.crm_event_result",
+        False,
+        "no_secret",
+    )
