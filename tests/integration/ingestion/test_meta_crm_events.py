@@ -212,6 +212,28 @@ def test_a_redelivered_status_change_adds_nothing(queues, graph, owner, page):
     assert len(_rows(lead_id)) == 2
 
 
+def test_a_course_purchase_that_moves_the_lead_to_customer_is_sent_as_its_stage(queues, graph, owner, page):
+    from tests.support.conversion_helpers import deliver_platform_event, make_person
+
+    _settings(owner, page[1])
+    email = f"buyer-{fresh_id()}@example.com"
+    lead_id, _ = _meta_lead(graph, page[0], email=email)
+    _drain(queues)
+    buyer = make_person(None, first_name="Ada", last_name="Lovelace", email=email)
+    detail = {"organizationId": str(owner.org_id), "userId": str(buyer.user_id), "entitlementId": str(uuid.uuid4()),
+              "courseId": "course-yoga", "courseName": "Yoga 101", "transition": "created_active"}  # fmt: skip
+
+    delivered = deliver_platform_event(
+        lambda event: _handler("task_lifecycle")(event, lambda_context("leadcrm-task-lifecycle")),
+        "entitlement.activated",
+        detail,
+    )
+    _drain(queues)
+
+    assert delivered == {"batchItemFailures": []}
+    assert [e["event_name"] for e in _sent(graph)] == ["New", "Customer"]
+
+
 # --- what is not sent --------------------------------------------------------------------------------------------
 
 
