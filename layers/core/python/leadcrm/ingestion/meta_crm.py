@@ -123,7 +123,7 @@ def put_settings(uow: UnitOfWork, actor: Actor, connection_id: uuid.UUID, settin
                 **{name: statement.excluded[name] for name in values},
                 "updated_by_user_id": actor.user_id,
                 "updated_at": sql_now(),
-            },  # fmt: skip
+            },
             where=or_(*changed),  # the same settings again write nothing
         )
     )
