@@ -69,11 +69,16 @@ def on_stage_event(conn: Connection, detail: dict[str, Any]) -> bool:
     except DBAPIError as error:
         if classify(error).transient:
             raise
-        logger.exception("CRM event not recorded", extra={"eventId": detail.get("eventId")})
+        _not_recorded(detail, error)
         return False
-    except (KeyError, TypeError, ValueError):
-        logger.exception("CRM event not recorded: malformed event", extra={"eventId": detail.get("eventId")})
+    except (KeyError, TypeError, ValueError) as error:  # a malformed event: never worth a retry
+        _not_recorded(detail, error)
         return False
+
+
+def _not_recorded(detail: dict[str, Any], error: BaseException) -> None:
+    """Ids and the error's class only: a driver's message can quote row values."""
+    logger.warning("CRM event not recorded", extra={"eventId": detail.get("eventId"), "error": type(error).__name__})
 
 
 def record_crm_event(conn: Connection, detail: dict[str, Any]) -> bool:
