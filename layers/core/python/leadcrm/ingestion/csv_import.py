@@ -121,6 +121,14 @@ def start_import(uow: UnitOfWork, actor: Actor, job_id: uuid.UUID) -> dict[str, 
     return job
 
 
+
+
+
+
+
+
+
+
 def _job_for_update(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) -> dict[str, Any]:
     row = (
         conn.execute(
@@ -153,4 +161,38 @@ def _set(conn: Connection, job_id: uuid.UUID, **values: Any) -> dict[str, Any]:
 # --- the run (ingestion function) ------------------------------------------------------------------------
 
 
+
+
+
+
 ChunkSource = Callable[[str], Iterable[bytes]]
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+

@@ -57,7 +57,6 @@ class RunResult(StrEnum):
     PAUSED = "paused"  # out of time: a continuation was queued
     SKIPPED = "skipped"  # another run holds the job, or it is not runnable (finished, not started)
 
-
 @dataclass(frozen=True)
 class _Claim:
     organization_id: uuid.UUID
@@ -65,7 +64,6 @@ class _Claim:
     object_key: str
     mapping: dict[str, str]
     rows_processed: int
-
 
 def run_import(
     job_id: uuid.UUID,
@@ -113,7 +111,6 @@ def run_import(
     _complete(job_id, worker, claim)
     return RunResult.COMPLETED
 
-
 def _skip(rows: Iterable[list[str]], count: int) -> None:
     for _ in islice(rows, count):
         pass
@@ -150,7 +147,6 @@ def _prepared_chunks(
             chunk.append(_Staged(row, str(uuid7()), fields))
         yield chunk
 
-
 def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
     """Take the job's lease: a queued job, or a running one whose lease lapsed (its run died) or is ours."""
     with UnitOfWork() as uow:
@@ -185,7 +181,6 @@ def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
         row.organization_id, row.created_by_user_id, row.object_key, dict(row.column_mapping or {}), row.rows_processed
     )
 
-
 def _holds_lease(conn: Connection, job_id: uuid.UUID, worker: str, position: int) -> bool:
     """Under the job's row lock: still ours, and nobody moved the checkpoint since we read it."""
     row = conn.execute(
@@ -194,7 +189,6 @@ def _holds_lease(conn: Connection, job_id: uuid.UUID, worker: str, position: int
         .with_for_update()
     ).one()
     return row.lease_owner == worker and row.rows_processed == position and row.status == RUNNING
-
 
 def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, chunk: list[_Staged]) -> bool:
     """One chunk in one transaction: its new leads, its report rows and the checkpoint after it.
@@ -247,7 +241,6 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
 
 _NO_LEAD = f"\t{NULL}" * 9 + "\n"  # name … cells of a row that makes no lead
 
-
 def _lock_people(conn: Connection, organization_id: uuid.UUID, rows: list[ImportRow]) -> None:
     """Dedup's person locks for every row of the chunk, in one statement and in the global key order, so a
     capture or staff create of the same person waits for the chunk (and the chunk for it), never both."""
@@ -260,7 +253,6 @@ def _lock_people(conn: Connection, organization_id: uuid.UUID, rows: list[Import
             ),
             {"keys": json.dumps(keys)},
         )
-
 
 def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[ImportRow]) -> PeopleIndex:
     """The organization's leads any row may be, in one query on the dedup indexes (lower(email), the phone's
@@ -294,7 +286,6 @@ def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[Im
         people.add(lead.id, lead.email, lead.phone)
     return people
 
-
 def _release(job_id: uuid.UUID, worker: str) -> None:
     """Hand the job back (still running) so the continuation can take it at once."""
     with UnitOfWork() as uow:
@@ -304,7 +295,6 @@ def _release(job_id: uuid.UUID, worker: str) -> None:
             .values(lease_owner=None, lease_until=None, updated_at=sql_now())
         )
         uow.commit()
-
 
 def _fail(job_id: uuid.UUID, worker: str, code: str, message: str) -> None:
     with UnitOfWork() as uow:
@@ -323,7 +313,6 @@ def _fail(job_id: uuid.UUID, worker: str, code: str, message: str) -> None:
         )
         uow.commit()
     logger.info("lead import failed", extra={"jobId": str(job_id), "code": code})
-
 
 def _complete(job_id: uuid.UUID, worker: str, claim: _Claim) -> None:
     with UnitOfWork() as uow:

@@ -28,12 +28,10 @@ def get_import(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) 
         raise NotFound("No such import.", code="IMPORT_NOT_FOUND")
     return dict(row)
 
-
 @dataclass(frozen=True)
 class Page:
     items: list[dict[str, Any]]
     next_cursor: str | None
-
 
 def list_imports(conn: Connection, organization_id: uuid.UUID, *, limit: int, cursor: str | None) -> Page:
     """The organization's jobs, newest first (keyset on created_at, id)."""
@@ -53,7 +51,6 @@ def list_imports(conn: Connection, organization_id: uuid.UUID, *, limit: int, cu
     items = items[:limit]
     next_cursor = encode_keyset([items[-1]["created_at"].isoformat(), str(items[-1]["id"])]) if more else None
     return Page(items, next_cursor)
-
 
 def list_import_rows(
     conn: Connection,
