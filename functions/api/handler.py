@@ -42,7 +42,7 @@ MAX_PUBLIC_BODY_BYTES = 64 * 1024
 # One tag per capability (functions/api/<capability>/), in the order a reader meets them.
 CAPABILITY_TAGS = {
     "Leads": "Intake (public capture and staff create), lists and detail, moves and placements, archive, "
-    "returning leads, conversion, erase, tags and campaigns",
+    "returning leads, conversion, erase, tags and campaigns, assignment rules and staff availability",
     "Pipelines": "Pipelines and their stages",
     "Work": "Follow-ups and touches, tasks, the work queue and the urgent prompt",
     "Conversations": "Threads and messages, internal notes, consent, bulk email and unsubscribe",
@@ -50,6 +50,7 @@ CAPABILITY_TAGS = {
     "Deals": "The deal pipeline, deals and their transitions, forecast, owner departure",
     "Analytics": "Lead analytics, funnel, response times and attribution (touch log, spend, campaign credit)",
     "Ingestion": "Meta and WhatsApp connections, CSV imports",
+    "Integrations": "Outbound webhooks: subscriptions, their delivery logs and replays",
     "Qualification": "Scoring models, enrichment, BANT qualification, merges and pseudonymization",
     "Organization": "The organization's settings and members",
 }
@@ -70,6 +71,7 @@ ROUTE_MODULES = tuple(
     for area in (
         "leads.campaigns",
         "leads.tags",
+        "leads.assignment_rules",
         "work.queue",
         "leads.erase",
         "work.follow_ups",
@@ -82,6 +84,7 @@ ROUTE_MODULES = tuple(
         "work.urgent_prompt",
         "ingestion.integrations",
         "ingestion.lead_imports",
+        "integrations.webhooks",
         "conversations.conversations",
         "conversations.consent",
         "conversations.bulk_email",

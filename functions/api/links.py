@@ -57,6 +57,7 @@ PRODUCERS = (
     Producer(f"{ORG}/bulk-emails", "jobId"),
     Producer(f"{ORG}/integrations/meta", "connectionId"),
     Producer(f"{ORG}/integrations/whatsapp", "connectionId"),
+    Producer(f"{ORG}/webhook-subscriptions", "subscriptionId"),
 )
 
 

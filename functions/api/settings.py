@@ -15,6 +15,7 @@ from leadcrm.platform.environment import (
     MAIL_FROM,
     PSEUDONYM_KEY,
     SES_CONFIGURATION_SET,
+    WEBHOOK_DELIVERY_QUEUE_URL,
 )
 
 REQUIRED = (
@@ -25,6 +26,7 @@ REQUIRED = (
     MAIL_FROM,
     PSEUDONYM_KEY,
     SES_CONFIGURATION_SET,
+    WEBHOOK_DELIVERY_QUEUE_URL,
 )
 
 

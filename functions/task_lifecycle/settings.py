@@ -13,6 +13,7 @@ from leadcrm.platform.environment import (
     MAIL_FROM,
     PSEUDONYM_KEY,
     SES_CONFIGURATION_SET,
+    WEBHOOK_DELIVERY_QUEUE_URL,
     Required,
 )
 
@@ -27,6 +28,7 @@ REQUIRED = (
     SES_CONFIGURATION_SET,
     PUBLIC_API_URL,
     TICKET_SURVEY_URL,
+    WEBHOOK_DELIVERY_QUEUE_URL,
 )
 
 

@@ -18,6 +18,7 @@ from infra.leadcrm_constructs.meta_conversions import MetaConversions
 from infra.leadcrm_constructs.migrations import Migrations
 from infra.leadcrm_constructs.network import Network
 from infra.leadcrm_constructs.observability import Observability
+from infra.leadcrm_constructs.outbound_webhooks import OutboundWebhooks
 from infra.leadcrm_constructs.pseudonyms import PseudonymKey
 from infra.leadcrm_constructs.schedules import Schedules
 from infra.leadcrm_constructs.webhook_ingress import WebhookIngress
@@ -41,6 +42,7 @@ __all__ = [
     "Migrations",
     "Network",
     "Observability",
+    "OutboundWebhooks",
     "PseudonymKey",
     "Schedules",
     "WebhookIngress",

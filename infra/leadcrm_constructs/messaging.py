@@ -33,7 +33,9 @@ LAMBDA_DEFAULT_TIMEOUT = Duration.seconds(3)
 class WorkQueue(Construct):
     """A standard queue with its DLQ, drained by one function with partial batch responses."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, consumer: lambda_.Function) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, consumer: lambda_.Function, batch_size: int = BATCH_SIZE
+    ) -> None:
         super().__init__(scope, construct_id)
         consumer_timeout = consumer.timeout or LAMBDA_DEFAULT_TIMEOUT
         self.visibility_timeout = Duration.seconds(VISIBILITY_TIMEOUT_FACTOR * consumer_timeout.to_seconds())
@@ -55,7 +57,7 @@ class WorkQueue(Construct):
         consumer.add_event_source(
             event_sources.SqsEventSource(
                 self.queue,
-                batch_size=BATCH_SIZE,
+                batch_size=batch_size,
                 report_batch_item_failures=True,
                 max_concurrency=MAX_CONCURRENCY,
             )

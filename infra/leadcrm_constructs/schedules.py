@@ -23,6 +23,7 @@ BULK_EMAIL_JOB = "bulk_email"
 DEAL_ROTTING_SWEEP_JOB = "deal_rotting_sweep"
 TICKET_SWEEP_JOB = "ticket_sweep"
 QUEUED_EMAIL_SWEEP_JOB = "queued_email_sweep"
+WEBHOOK_DELIVERY_SWEEP_JOB = "webhook_delivery_sweep"
 
 
 class Schedules(Construct):
@@ -30,7 +31,7 @@ class Schedules(Construct):
     counters among them: they are kept an hour) and the morning digest every 15 minutes (the digest job
     itself picks the organizations whose local morning it is); the deal rotting sweep every hour (thresholds
     are in days); rescoring after a scoring model change every 5 minutes; nurture re-evaluation and the merge
-    snapshot purge hourly; the queued email sweep every 5 minutes."""
+    snapshot purge hourly; the queued email sweep every 5 minutes; the webhook delivery sweep every minute."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -105,6 +106,12 @@ class Schedules(Construct):
             job=QUEUED_EMAIL_SWEEP_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(5)),
             description="Resolve conversation mail left queued by a send that died: retry once or mark unknown",
+        )
+        self.webhook_delivery_sweep = self._job(
+            "WebhookDeliverySweep",
+            job=WEBHOOK_DELIVERY_SWEEP_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+            description="Send outbound webhook deliveries that are due: retries after their backoff, lost leases",
         )
         # The digest, ticket mail and bulk email send through SES (their grant: EmailSending).
 

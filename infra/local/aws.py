@@ -18,7 +18,8 @@ INGESTION_QUEUE = "leadcrm-ingestion"
 TASK_LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"
 GRAPH_FETCH_QUEUE = "leadcrm-graph-fetch"
 META_EVENTS_QUEUE = "leadcrm-meta-events"
-WORK_QUEUES = (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE, GRAPH_FETCH_QUEUE, META_EVENTS_QUEUE)
+WEBHOOK_DELIVERY_QUEUE = "leadcrm-webhook-delivery"
+WORK_QUEUES = (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE, GRAPH_FETCH_QUEUE, META_EVENTS_QUEUE, WEBHOOK_DELIVERY_QUEUE)
 INBOUND_BUCKET = "leadcrm-inbound-mail"
 INBOUND_PREFIX = "inbound/"
 IMPORTS_BUCKET = "leadcrm-lead-imports"
@@ -52,6 +53,10 @@ class LocalAws:
     @property
     def meta_events_queue_url(self) -> str:
         return self.queues[META_EVENTS_QUEUE]
+
+    @property
+    def webhook_delivery_queue_url(self) -> str:
+        return self.queues[WEBHOOK_DELIVERY_QUEUE]
 
 
 def ses_event_pattern(configuration_set: str) -> dict[str, object]:

@@ -46,6 +46,7 @@ DEFAULT_CONCURRENCY = {
     "ingestion": 2,
     "graph_fetch": 2,
     "meta_events": 1,
+    "webhook_delivery": 2,
     "task_lifecycle": 2,
 }
 MAX_CONCURRENCY = 64

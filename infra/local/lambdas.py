@@ -26,6 +26,7 @@ HANDLERS = {
     "ingestion": "ingestion.handler",
     "graph_fetch": "graph_fetch.handler",
     "meta_events": "meta_events.handler",
+    "webhook_delivery": "webhook_delivery.handler",
     "task_lifecycle": "task_lifecycle.handler",
 }
 

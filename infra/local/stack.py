@@ -40,7 +40,10 @@ JOB_RATES_SECONDS = {
     "ticket_sweep": 60,
     "bulk_email": 60,
     "queued_email_sweep": 300,
+    "webhook_delivery_sweep": 60,
 }
+# Outbound webhooks' private addresses allowed locally (a receiver on this machine); unset in AWS.
+LOCAL_WEBHOOK_ALLOW_PRIVATE_HOSTS = "127.0.0.1"
 # Local pseudonym master key (README: Configuration); AWS reads it from Secrets Manager (PSEUDONYM_SECRET_ARN).
 LOCAL_PSEUDONYM_KEY = "local-pseudonym-key"
 ROLES = ("owner", "admin", "coach", "member")
@@ -115,6 +118,9 @@ class LocalStack:
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
         os.environ["GRAPH_FETCH_QUEUE_URL"] = self.resources.graph_fetch_queue_url
         os.environ["META_EVENTS_QUEUE_URL"] = self.resources.meta_events_queue_url
+        os.environ["WEBHOOK_DELIVERY_QUEUE_URL"] = self.resources.webhook_delivery_queue_url
+        # Outbound webhooks may reach a receiver on this machine (README "Outbound webhooks"); never in AWS.
+        os.environ.setdefault("WEBHOOK_ALLOW_PRIVATE_HOSTS", LOCAL_WEBHOOK_ALLOW_PRIVATE_HOSTS)
         os.environ["LEAD_IMPORTS_BUCKET"] = aws.IMPORTS_BUCKET
         os.environ["WEBHOOK_BODIES_BUCKET"] = aws.WEBHOOK_BODIES_BUCKET
 
@@ -136,6 +142,7 @@ class LocalStack:
         self.pollers = [
             QueuePoller(self.lambdas, "graph_fetch", self.resources.graph_fetch_queue_url),
             QueuePoller(self.lambdas, "meta_events", self.resources.meta_events_queue_url),
+            QueuePoller(self.lambdas, "webhook_delivery", self.resources.webhook_delivery_queue_url),
             QueuePoller(self.lambdas, "ingestion", self.resources.ingestion_queue_url),
             QueuePoller(self.lambdas, "task_lifecycle", self.resources.task_lifecycle_queue_url),
         ]

@@ -25,6 +25,7 @@ from infra.leadcrm_constructs import (
     Migrations,
     Network,
     Observability,
+    OutboundWebhooks,
     PseudonymKey,
     Schedules,
     WebhookIngress,
@@ -94,6 +95,14 @@ class LeadCrmStack(Stack):
             publishers=[*functions.database_clients, functions.admin],
             task_lifecycle_queue=messaging.task_lifecycle,
         )
+        # Signed deliveries from the VPC to the function outside it; its reports come back on the bus.
+        outbound_webhooks = OutboundWebhooks(
+            self,
+            "OutboundWebhooks",
+            sender=functions.webhook_delivery,
+            producers=[functions.api, functions.task_lifecycle],
+            bus=domain_events.bus,
+        )
         Schedules(self, "Schedules", task_lifecycle=functions.task_lifecycle)
         PseudonymKey(self, "PseudonymKey", readers=functions.database_clients)
         functions.task_lifecycle.add_environment("MAIL_FROM", config.mail_from)
@@ -142,7 +151,7 @@ class LeadCrmStack(Stack):
             topic=alarm_topic,
             functions=functions,
             http_api=api.http_api,
-            work_queues=[*messaging.work_queues, meta_conversions.events],
+            work_queues=[*messaging.work_queues, meta_conversions.events, outbound_webhooks.delivery],
             database=self.database,
         )
 

@@ -235,6 +235,8 @@ def _conversation(body: Any = None) -> Callable[[OrgWorld], Req]:
 NOT_THEIRS = {"member": (404, "TICKET_NOT_FOUND")}
 STAFF_BODY = {"member": (403, "STAFF_ONLY")}
 HIGHER_TIER = {"coach/own": (403, "TICKET_HIGHER_TIER_ONLY")}
+# A coach names their own availability with our ids; another organization's coach is someone else.
+OWN_AVAILABILITY = {"coach/foreign": (403, "OWN_AVAILABILITY_ONLY")}
 
 ROUTES.update(
     {
@@ -273,6 +275,31 @@ ROUTES.update(
         "GET /organizations/{orgId}/integrations/whatsapp": Row(MANAGER, 200, foreign=None),
         "DELETE /organizations/{orgId}/integrations/whatsapp/{connectionId}": Row(
             MANAGER, 200, lambda w: Req({"connectionId": w.connection("whatsapp")})
+        ),
+        "POST /organizations/{orgId}/webhook-subscriptions": Row(
+            MANAGER,
+            201,
+            lambda w: Req(body={"url": "https://93.184.216.34/hook", "eventTypes": ["lead.created"]}),
+            foreign=None,
+        ),
+        "GET /organizations/{orgId}/webhook-subscriptions": Row(MANAGER, 200, foreign=None),
+        "GET /organizations/{orgId}/webhook-subscriptions/{subscriptionId}": Row(
+            MANAGER, 200, lambda w: Req({"subscriptionId": w.webhook_subscription()})
+        ),
+        "PATCH /organizations/{orgId}/webhook-subscriptions/{subscriptionId}": Row(
+            MANAGER, 200, lambda w: Req({"subscriptionId": w.webhook_subscription()}, body={"enabled": False})
+        ),
+        "DELETE /organizations/{orgId}/webhook-subscriptions/{subscriptionId}": Row(
+            MANAGER, 204, lambda w: Req({"subscriptionId": w.webhook_subscription()})
+        ),
+        "POST /organizations/{orgId}/webhook-subscriptions/{subscriptionId}/rotate-secret": Row(
+            MANAGER, 200, lambda w: Req({"subscriptionId": w.webhook_subscription()})
+        ),
+        "GET /organizations/{orgId}/webhook-subscriptions/{subscriptionId}/deliveries": Row(
+            MANAGER, 200, lambda w: Req({"subscriptionId": w.webhook_delivery()[0]})
+        ),
+        "POST /organizations/{orgId}/webhook-subscriptions/{subscriptionId}/deliveries/{deliveryId}/replay": Row(
+            MANAGER, 202, lambda w: Req(dict(zip(("subscriptionId", "deliveryId"), w.webhook_delivery(), strict=True)))
         ),
         "POST /organizations/{orgId}/leads/import": Row(
             STAFF, 201, lambda w: Req(body={"fileName": "leads.csv"}), foreign=None
@@ -403,6 +430,35 @@ ROUTES.update(
             200,
             lambda w: Req(body={"userId": str(w.user_ids["coach"])}),
             foreign=400,  # ASSIGNEE_NOT_STAFF
+        ),
+        # -- assignment rules (staff read, owner/admin write) and staff availability (own; anyone's for managers)
+        "GET /organizations/{orgId}/lead-assignment-rules": Row(STAFF, 200, foreign=None),
+        "POST /organizations/{orgId}/lead-assignment-rules": Row(
+            MANAGER,
+            201,
+            lambda w: Req(body={"name": "Coach", "strategy": "fixed", "userIds": [str(w.user_ids["coach"])]}),
+            foreign=400,  # another organization's coach: ASSIGNEE_NOT_STAFF
+        ),
+        "PUT /organizations/{orgId}/lead-assignment-rules/order": Row(
+            MANAGER, 200, lambda w: Req(body={"ruleIds": list(reversed(w.assignment_rule_ids()))}), foreign=400
+        ),  # another organization's rule ids are not every rule of ours: ASSIGNMENT_RULE_ORDER_MISMATCH
+        "PATCH /organizations/{orgId}/lead-assignment-rules/{ruleId}": Row(
+            MANAGER, 200, lambda w: Req({"ruleId": w.assignment_rule()}, body={"active": False})
+        ),
+        "DELETE /organizations/{orgId}/lead-assignment-rules/{ruleId}": Row(
+            MANAGER, 200, lambda w: Req({"ruleId": w.assignment_rule()})
+        ),
+        "GET /organizations/{orgId}/staff/{userId}/availability": Row(
+            STAFF, 200, lambda w: Req({"userId": str(w.user_ids["coach"])}), callers=OWN_AVAILABILITY
+        ),
+        "PUT /organizations/{orgId}/staff/{userId}/availability": Row(
+            STAFF,
+            200,
+            lambda w: Req(
+                {"userId": str(w.user_ids["coach"])},
+                body={"awayUntil": in_days(3), "workingHours": [{"day": 1, "from": "09:00", "to": "17:00"}]},
+            ),
+            callers=OWN_AVAILABILITY,
         ),
         # -- the organization: settings (staff read, owner/admin write), members (staff) ------------------------
         "GET /organizations/{orgId}/settings": Row(STAFF, 200, foreign=None),

@@ -501,6 +501,14 @@ def _ticket_create(_: Stage) -> Delivery:
     )
 
 
+def _assignment_rule_create(_: Stage) -> Delivery:
+    world = make_world()
+    body = {"name": "Coach takes all", "strategy": "fixed", "userIds": [str(world.user_ids["coach"])]}
+    return Delivery(
+        _keyed_post(world, "/lead-assignment-rules", body, 201), lambda: _org_counts(world.id, "lead_assignment_rules")
+    )
+
+
 def _conversation_send(_: Stage) -> Delivery:
     """A send mails once: a concurrent retry of the same key is told the send is in progress (409)."""
     world = make_world()
@@ -676,6 +684,42 @@ def _crm_event_recorded(stage: Stage) -> Delivery:
     return Delivery(_to_task_lifecycle(record), effect)
 
 
+def _webhook_subscription(world: Any) -> str:
+    body = {"url": "https://93.184.216.34/hook", "eventTypes": ["lead.created"]}
+    return str(_accepted(world.api("POST", "/webhook-subscriptions", body=body), 201).data["id"])
+
+
+def _lead_created_to_a_webhook(stage: Stage) -> Delivery:
+    """A lead.created is one outbound webhook delivery per subscribed endpoint, however often it arrives."""
+    world = make_world()
+    subscription_id = _webhook_subscription(world)
+    lead_id = world.lead()
+    record = _published(stage.lifecycle, "lead.created", lead_id)
+    return Delivery(
+        _to_task_lifecycle(record),
+        lambda: (_count("SELECT count(*) FROM webhook_deliveries WHERE subscription_id = :s", s=subscription_id),),
+    )
+
+
+def _webhook_attempt_reported(stage: Stage) -> Delivery:
+    """webhook_delivery's report of one failed attempt is recorded once: one attempt counted, one backoff."""
+    world = make_world()
+    subscription_id = _webhook_subscription(world)
+    lead_id = world.lead()
+    _to_task_lifecycle(_published(stage.lifecycle, "lead.created", lead_id))()
+    delivery_id = str(_scalar("SELECT id FROM webhook_deliveries WHERE subscription_id = :s", s=subscription_id))
+    detail = {"deliveryId": delivery_id, "attempt": 1, "outcome": "failed", "statusCode": 500, "latencyMs": 12}
+    envelope = eventbridge_envelope("webhook.delivery_attempted", detail, source="leadcrm.webhook_delivery")
+    record = sqs_record(envelope, queue_name="leadcrm-task-lifecycle")
+    return Delivery(
+        _to_task_lifecycle(record),
+        lambda: (
+            _count("SELECT attempts FROM webhook_deliveries WHERE id = :d", d=delivery_id),
+            _count("SELECT count(*) FROM webhook_deliveries WHERE id = :d AND status = 'pending'", d=delivery_id),
+        ),
+    )
+
+
 def _scalar(query: str, **params: Any) -> Any:
     with get_engine().connect() as conn:
         return conn.execute(text(query), params).scalar_one()
@@ -687,6 +731,8 @@ ENTRIES = [
     Entry("api: pipeline create with Idempotency-Key", _pipeline_create),
     Entry("api: stage add with Idempotency-Key", _stage_add),
     Entry("task_lifecycle: lead.created", _lead_created),
+    Entry("task_lifecycle: lead.created to a webhook subscription", _lead_created_to_a_webhook),
+    Entry("task_lifecycle: webhook.delivery_attempted", _webhook_attempt_reported),
     Entry("task_lifecycle: lead.status_changed to lost", _lead_lost),
     Entry("task_lifecycle: lead.returned", _lead_returned),
     Entry("task_lifecycle: minisite_event.published", _minisite_event("minisite_event.published")),
@@ -720,6 +766,7 @@ ENTRIES = [
     Entry("ingestion: SES mail to the support address", _support_mail),
     Entry("api: deal create with Idempotency-Key", _deal_create),
     Entry("api: ticket create with Idempotency-Key", _ticket_create),
+    Entry("api: assignment rule create with Idempotency-Key", _assignment_rule_create),
     Entry("api: conversation send with Idempotency-Key", _conversation_send),
     Entry("api: conversation open and send with Idempotency-Key", _conversation_open_and_send),
 ]

@@ -214,6 +214,14 @@ class OrgWorld:
         self.routing_rule()
         return [r["id"] for r in self.api("GET", "/ticket-routing-rules").data]
 
+    def assignment_rule(self) -> str:
+        body = {"name": f"Rule {uuid.uuid4().hex[:6]}", "strategy": "fixed", "userIds": [str(self.user_ids["coach"])]}
+        return self.api("POST", "/lead-assignment-rules", body=body).data["id"]
+
+    def assignment_rule_ids(self) -> list[str]:
+        self.assignment_rule()
+        return [r["id"] for r in self.api("GET", "/lead-assignment-rules").data]
+
     # -- conversations, consent, bulk email -----------------------------------------------------------
     def emailable_lead(self) -> str:
         lead_id = self.lead(email=f"{uuid.uuid4().hex[:10]}@example.com")
@@ -281,6 +289,33 @@ class OrgWorld:
             else {"phoneNumberId": external_id, "accessToken": "waba-token-1234"}
         )
         return self.api("POST", f"/integrations/{provider}", body=body).data["id"]
+
+    # -- outbound webhooks (written directly: an organization may hold only 20 endpoints, and the matrix
+    # makes one per cell) -------------------------------------------------------------------------------
+    def webhook_subscription(self) -> str:
+        subscription_id = uuid.uuid4()
+        with get_engine().begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO webhook_subscriptions (id, organization_id, url, event_types, secret) "
+                    "VALUES (:id, :org, 'https://93.184.216.34/hook', ARRAY['lead.created'], 'whsec_dGVzdA==')"
+                ),
+                {"id": subscription_id, "org": self.id},
+            )
+        return str(subscription_id)
+
+    def webhook_delivery(self) -> tuple[str, str]:
+        subscription_id, delivery_id = self.webhook_subscription(), uuid.uuid4()
+        with get_engine().begin() as conn:
+            conn.execute(
+                text(
+                    "INSERT INTO webhook_deliveries (id, organization_id, subscription_id, event_id, event_type, "
+                    "payload, occurred_at, status, attempts, next_attempt_at) VALUES (:id, :org, :sub, :event, "
+                    "'lead.created', '{}'::jsonb, now(), 'failed', 3, NULL)"
+                ),
+                {"id": delivery_id, "org": self.id, "sub": subscription_id, "event": uuid.uuid4()},
+            )
+        return subscription_id, str(delivery_id)
 
     def import_job(self, *, uploaded: bool = False) -> str:
         created = self.api("POST", "/leads/import", body={"fileName": "leads.csv"}).data

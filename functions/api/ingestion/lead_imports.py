@@ -50,7 +50,8 @@ def _job(row: dict[str, Any]) -> ImportJob:
     "Create a CSV import job and get the URL to upload its file to",
     (
         "Creates an import job and answers a presigned URL to PUT the CSV file to; nothing is read until the import is "
-        "started."
+        "started. With `applyAssignmentRules` the leads it creates get owners from the organization's assignment "
+        "rules (off by default)."
     ),
     ok={201: {"description": "The job (awaiting_upload) and its upload URL"}},
 )
@@ -60,7 +61,13 @@ def create(orgId: str, body: Annotated[CreateImportBody, Body()]) -> Response[En
     )
     with UnitOfWork() as uow:
         actor = require_staff(caller(uow, router, orgId))
-        created = create_import(uow, actor, file_name=body.file_name, column_mapping=mapping)
+        created = create_import(
+            uow,
+            actor,
+            file_name=body.file_name,
+            column_mapping=mapping,
+            apply_assignment_rules=body.apply_assignment_rules,
+        )
     upload = Upload(
         url=created.upload_url, headers={"content-type": CSV_CONTENT_TYPE}, expires_at=created.upload_expires_at
     )

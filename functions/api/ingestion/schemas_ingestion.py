@@ -143,6 +143,11 @@ class CreateImportBody(CamelModel):
         description="lead field -> the CSV header that holds it (case-insensitive). Without it, common headers "
         "(Name, First name, Last name, Email, Phone, Mobile, Notes, ...) are recognised.",
     )
+    apply_assignment_rules: bool = Field(
+        default=False,
+        description="true: the leads the import creates get owners from the organization's assignment rules "
+        "(source `import`); false (default): they stay unassigned, as an old export is history.",
+    )
 
     @field_validator("column_mapping")
     @classmethod
@@ -158,6 +163,7 @@ class ImportJob(OutModel):
     status: str = Field(description="awaiting_upload | queued | running | completed | failed")
     file_name: str | None
     column_mapping: dict[str, str]
+    apply_assignment_rules: bool
     rows_processed: int
     created_count: int
     duplicate_count: int

@@ -13,7 +13,17 @@ import pytest
 from leadcrm.platform.config import get_settings
 from leadcrm.platform.environment import SettingsError
 
-FUNCTIONS = ("api", "webhooks", "ingestion", "graph_fetch", "meta_events", "task_lifecycle", "migrations", "admin")
+FUNCTIONS = (
+    "api",
+    "webhooks",
+    "ingestion",
+    "graph_fetch",
+    "meta_events",
+    "webhook_delivery",
+    "task_lifecycle",
+    "migrations",
+    "admin",
+)
 # What a developer's shell or the test session may have set, and the local stand-ins of the secrets: none of
 # them exists in Lambda.
 NOT_IN_LAMBDA = (
@@ -68,7 +78,7 @@ def _check(function: str) -> None:
     importlib.import_module(f"{function}.settings").check()
 
 
-def test_the_template_has_the_eight_functions(environments):
+def test_the_template_has_the_nine_functions(environments):
     assert sorted(environments) == sorted(FUNCTIONS)
 
 

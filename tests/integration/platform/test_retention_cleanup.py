@@ -15,6 +15,7 @@ from sqlalchemy import Table, func, insert, select, text
 
 from leadcrm.conversations.jobs import APPLIED_EVENTS_KEPT_FOR, APPLIED_EVENTS_RETENTION
 from leadcrm.ingestion.jobs import CLAIMS_KEPT_FOR, CLAIMS_RETENTION
+from leadcrm.integrations.retention import DELIVERIES_KEPT_FOR, DELIVERIES_RETENTION
 from leadcrm.leads.rate_limits import COUNTERS_KEPT_FOR
 from leadcrm.leads.rate_limits import RETENTION as COUNTERS_RETENTION
 from leadcrm.leads.tables import rate_limit_counters
@@ -85,12 +86,36 @@ def _event(published_age: timedelta | None, occurred_age: timedelta = timedelta(
 
 
 # (the retention, a row of that age, the retention's period)
+def _webhook_delivery(age: timedelta) -> dict[str, Any]:
+    organization, subscription_id = make_organization(), uuid.uuid4()
+    with get_engine().begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO webhook_subscriptions (id, organization_id, url, event_types, secret) "
+                "VALUES (:id, :org, 'https://93.184.216.34/h', ARRAY['lead.created'], 's')"
+            ),
+            {"id": subscription_id, "org": organization.id},
+        )
+    return {
+        "id": uuid.uuid4(),
+        "organization_id": organization.id,
+        "subscription_id": subscription_id,
+        "event_id": uuid.uuid4(),
+        "event_type": "lead.created",
+        "payload": {},
+        "occurred_at": _age(age),
+        "status": "succeeded",
+        "updated_at": _age(age),
+    }
+
+
 CASES: dict[str, tuple[Retention, Callable[[timedelta], dict[str, Any]], timedelta]] = {
     "idempotency_keys": (KEYS_RETENTION, _idempotency_key, REPLAY_WINDOW),
     "rate_limit_counters": (COUNTERS_RETENTION, _counter, COUNTERS_KEPT_FOR),
     "ingested_events": (CLAIMS_RETENTION, _claim, CLAIMS_KEPT_FOR),
     "ses_delivery_events": (APPLIED_EVENTS_RETENTION, _applied_ses_event, APPLIED_EVENTS_KEPT_FOR),
     "outbox": (OUTBOX_RETENTION, _event, PUBLISHED_KEPT_FOR),
+    "webhook_deliveries": (DELIVERIES_RETENTION, _webhook_delivery, DELIVERIES_KEPT_FOR),
 }
 
 
@@ -121,7 +146,7 @@ def _nothing_expired_before() -> None:
     run_cleanup(RETAINED)
 
 
-def test_the_job_covers_the_five_growing_tables():
+def test_the_job_covers_the_six_growing_tables():
     assert sorted(retention.name for retention in RETAINED) == sorted(CASES)
 
 
@@ -138,7 +163,7 @@ def test_a_row_just_inside_its_retention_is_kept_and_one_just_outside_is_deleted
     ("table", "period"),
     [("idempotency_keys", timedelta(hours=24)), ("rate_limit_counters", timedelta(hours=1)),
      ("ingested_events", timedelta(days=90)), ("ses_delivery_events", timedelta(days=30)),
-     ("outbox", timedelta(days=7))],
+     ("outbox", timedelta(days=7)), ("webhook_deliveries", timedelta(days=30))],
 )  # fmt: skip
 def test_the_documented_retention_periods(table, period):
     assert CASES[table][0].kept_for == period
@@ -221,6 +246,7 @@ def test_the_scheduled_job_returns_its_counts_per_table_and_publishes_them(ctx, 
         "ingested_events": 1,
         "ses_delivery_events": 1,
         "outbox": 2,
+        "webhook_deliveries": 1,
         "unfinished": 0,
     }
     assert _published(capsys.readouterr().out) == {
@@ -229,6 +255,7 @@ def test_the_scheduled_job_returns_its_counts_per_table_and_publishes_them(ctx, 
         "ingested_events": 1,
         "ses_delivery_events": 1,
         "outbox": 2,
+        "webhook_deliveries": 1,
     }
     assert all(_expired_count(retention) == 0 for retention in RETAINED)
 

@@ -34,3 +34,28 @@ def test_a_route_sends_no_more_statements_than_its_budget(route: RouteBudget, ro
         response = invoke(event)
     assert response.status == route.status, response.body
     assert len(sent) <= route.budget, f"{route.name}: {len(sent)} statements, budget {route.budget}\n{sent.describe()}"
+
+
+# What the assignment rules add to an intake in an organization that has some (issue 25): the locked rules,
+# the named staff's state and the cursor update; the timeline entry rides in the lead's own INSERT. An
+# organization without rules adds nothing (the budgets above).
+RULE_PLACEMENT_STATEMENTS = 3
+
+
+@pytest.mark.usefixtures("event_bus")
+@pytest.mark.parametrize("route", [r for r in ROUTES if r.name in ("public capture", "staff create")], ids=str)
+def test_an_intake_placed_by_a_rule_costs_three_statements_more(route: RouteBudget):
+    owner = make_caller(role="owner")
+    coach = make_caller(role="coach", organization=owner.organization)
+    rule = {"name": "Coach", "strategy": "round_robin", "userIds": [str(owner.user.id), str(coach.user.id)]}
+    created = invoke(
+        http_api_event("POST", f"/organizations/{owner.org_id}/lead-assignment-rules", sub=owner.sub, body=rule)
+    )
+    assert created.status == 201, created.body
+    invoke(route_event(route, owner.org_id, owner.sub, _new_lead(owner)))
+    event = route_event(route, owner.org_id, owner.sub, _new_lead(owner))
+    with count_statements(get_engine()) as sent:
+        response = invoke(event)
+    assert response.status == route.status, response.body
+    budget = route.budget + RULE_PLACEMENT_STATEMENTS
+    assert len(sent) <= budget, f"{route.name}: {len(sent)} statements, budget {budget}\n{sent.describe()}"

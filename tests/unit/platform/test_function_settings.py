@@ -11,7 +11,17 @@ import pytest
 from leadcrm.platform.config import get_settings
 from leadcrm.platform.environment import SettingsError, at_cold_start
 
-FUNCTIONS = ("api", "webhooks", "ingestion", "graph_fetch", "meta_events", "task_lifecycle", "migrations", "admin")
+FUNCTIONS = (
+    "api",
+    "webhooks",
+    "ingestion",
+    "graph_fetch",
+    "meta_events",
+    "webhook_delivery",
+    "task_lifecycle",
+    "migrations",
+    "admin",
+)
 DATABASE_FUNCTIONS = ("api", "ingestion", "task_lifecycle", "migrations", "admin")
 EVERY_VARIABLE = (
     "DATABASE_URL",
@@ -54,6 +64,7 @@ NAMED_WHEN_EMPTY = {
         "MAIL_FROM",
         "PSEUDONYM_SECRET_ARN",
         "SES_CONFIGURATION_SET",
+        "WEBHOOK_DELIVERY_QUEUE_URL",
     ],
     "webhooks": ["INGESTION_QUEUE_URL", "GRAPH_FETCH_QUEUE_URL", "WEBHOOK_BODIES_BUCKET", "META_SECRET_ARN"],
     "ingestion": [
@@ -69,6 +80,7 @@ NAMED_WHEN_EMPTY = {
     ],
     "graph_fetch": ["INGESTION_QUEUE_URL", "WEBHOOK_BODIES_BUCKET"],
     "meta_events": ["INGESTION_QUEUE_URL"],
+    "webhook_delivery": ["EVENT_BUS_NAME"],
     "task_lifecycle": [
         "DB_SECRET_ARN",
         "EVENT_BUS_NAME",
@@ -79,6 +91,7 @@ NAMED_WHEN_EMPTY = {
         "SES_CONFIGURATION_SET",
         "PUBLIC_API_URL",
         "TICKET_SURVEY_URL",
+        "WEBHOOK_DELIVERY_QUEUE_URL",
     ],
     "migrations": ["DB_SECRET_ARN"],
     "admin": ["DB_SECRET_ARN", "EVENT_BUS_NAME"],

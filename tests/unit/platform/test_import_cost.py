@@ -70,6 +70,12 @@ def test_importing_the_graph_fetch_handler_loads_neither_sqlalchemy_nor_pydantic
     assert loaded["pydantic"] is False
 
 
+def test_importing_the_webhook_delivery_handler_loads_neither_sqlalchemy_nor_pydantic():
+    loaded = _modules_loaded_by_a_fresh_import("webhook_delivery.handler")
+    assert loaded["sqlalchemy"] is False
+    assert loaded["pydantic"] is False
+
+
 def test_in_lambda_the_receivers_check_their_settings_without_loading_pydantic_or_boto3():
     for module in ("webhooks.handler", "graph_fetch.handler"):
         loaded = _modules_loaded_by_a_fresh_import(module, IN_LAMBDA)
@@ -86,7 +92,7 @@ def test_in_lambda_a_receiver_missing_a_variable_fails_its_cold_start_naming_it(
     ("package", "first_named"),
     [("api", "DB_SECRET_ARN"), ("ingestion", "DB_SECRET_ARN"), ("task_lifecycle", "DB_SECRET_ARN"),
      ("migrations", "DB_SECRET_ARN"), ("admin", "DB_SECRET_ARN"), ("graph_fetch", "INGESTION_QUEUE_URL"),
-     ("meta_events", "INGESTION_QUEUE_URL")],
+     ("meta_events", "INGESTION_QUEUE_URL"), ("webhook_delivery", "EVENT_BUS_NAME")],
 )  # fmt: skip
 def test_in_lambda_every_function_checks_its_settings_when_its_package_is_imported(package, first_named):
     unset = {name: "" for name in (*IN_LAMBDA, "DATABASE_URL", "DB_AUTH_MODE", "DB_SECRET_ARN", "EVENT_BUS_NAME")}

@@ -21,6 +21,7 @@ def _declared_reactions() -> dict[str, object]:
     from leadcrm.conversations import reactions as conversations_reactions
     from leadcrm.directory import reactions as directory_reactions
     from leadcrm.ingestion import meta_crm_events
+    from leadcrm.integrations import deliveries as webhook_deliveries
     from leadcrm.leads import reactions as leads_reactions
     from leadcrm.leads import released_joins
     from leadcrm.leads.rules.returning import LEAD_RETURNED_EVENT, MEMBERSHIP_JOIN_RELEASED
@@ -50,6 +51,7 @@ def _declared_reactions() -> dict[str, object]:
         attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,
         meta_crm_events.LEAD_CRM_EVENT_RECORDED: meta_crm_events.hand_to_sender,
         **{t: conversations_reactions.on_ses_event for t in conversations_reactions.SES_DETAIL_TYPES},
+        webhook_deliveries.ATTEMPTED: webhook_deliveries.record_attempt,
     }
 
 
@@ -74,6 +76,14 @@ def test_the_events_sent_to_meta_as_crm_events_are_the_ones_ingestion_declares()
 
     assert frozenset(meta_crm_events.STAGE_EVENTS) == wiring.META_CRM_EVENTS
     assert wiring._meta_crm_event.target is meta_crm_events.on_stage_event
+
+
+def test_the_events_that_fan_out_to_webhooks_are_the_ones_integrations_declares():
+    from leadcrm.integrations import fanout
+    from leadcrm.integrations.rules.events import SOURCE_TYPES
+
+    assert wiring.WEBHOOK_EVENTS == SOURCE_TYPES
+    assert wiring._fan_out.target is fanout.fan_out
 
 
 def test_every_deferred_job_and_message_handler_names_a_function():

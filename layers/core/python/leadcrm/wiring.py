@@ -5,7 +5,9 @@
   higher one without importing it (the capabilities' import order is declared in pyproject's contracts).
 - `EVENT_REACTIONS`: domain events from the bus (the outbox, through EventBridge and SQS) and platform events,
   each with the capability reaction that applies it; the events of `scoring.RESCORING_EVENTS` also rescore
-  their lead, beside their own reaction; SES's email sending events (detail-types `Email …`) are here too.
+  their lead, beside their own reaction, those of `META_CRM_EVENTS` also become Meta CRM events
+  (leadcrm.ingestion.meta_crm_events) and those of `WEBHOOK_EVENTS` outbound webhook deliveries
+  (leadcrm.integrations.fanout); SES's email sending events (detail-types `Email …`) are here too.
   Consumed by functions/task_lifecycle.
 - `JOBS`: the scheduled jobs (EventBridge Scheduler `{"job": name}`), each a capability's job function.
 
@@ -30,6 +32,7 @@ from sqlalchemy import Connection
 from leadcrm.conversations.jobs import APPLIED_EVENTS_RETENTION
 from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
 from leadcrm.ingestion.jobs import CLAIMS_RETENTION
+from leadcrm.integrations.retention import DELIVERIES_RETENTION
 from leadcrm.leads import rate_limits
 from leadcrm.leads.messages import (
     LeadBecameMember,
@@ -82,6 +85,23 @@ _rescore = Deferred("leadcrm.qualification.scoring", "handle_lead_changed")
 # Lead Ads lead's, where its organization turned CRM events on), beside their own reaction
 META_CRM_EVENTS = frozenset({"lead.created", "lead.status_changed"})
 _meta_crm_event = Deferred("leadcrm.ingestion.meta_crm_events", "on_stage_event")
+# integrations.rules.events.SOURCE_TYPES: the events that also become outbound webhook deliveries
+WEBHOOK_EVENTS = frozenset(
+    {
+        "lead.created",
+        "lead.status_changed",
+        "lead.returned",
+        "lead.erased",
+        "deal.created",
+        "deal.stage_changed",
+        "deal.stalled",
+        "ticket.created",
+        "ticket.status_changed",
+        "ticket.assigned",
+        "membership.activated",
+    }
+)
+_fan_out = Deferred("leadcrm.integrations.fanout", "fan_out")
 
 
 def replay_held_events(conn: Connection, message: HeldEventsReleased) -> bool:
@@ -128,6 +148,8 @@ EVENT_REACTIONS: dict[str, EventReaction] = {
     "conversation.inbound_received": Deferred("leadcrm.analytics.attribution", "handle_inbound_received"),
     # A recorded CRM event, checked again and handed to the meta_events function (outside the VPC).
     "lead.crm_event_recorded": Deferred("leadcrm.ingestion.meta_crm_events", "hand_to_sender"),
+    # the webhook_delivery function's report of one attempt (source leadcrm.webhook_delivery)
+    "webhook.delivery_attempted": Deferred("leadcrm.integrations.deliveries", "record_attempt"),
     # SES's email sending events (source aws.ses, from the default bus): delivery status and suppression
     # (conversations.reactions.SES_DETAIL_TYPES).
     "Email Sent": _ses_event,
@@ -146,6 +168,7 @@ RETAINED: tuple[Retention, ...] = (
     CLAIMS_RETENTION,
     APPLIED_EVENTS_RETENTION,
     outbox.RETENTION,
+    DELIVERIES_RETENTION,
 )
 
 JOBS: dict[str, Callable[[], dict[str, int]]] = {
@@ -159,6 +182,7 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "ticket_sweep": Deferred("leadcrm.tickets.sweep", "run_ticket_sweep"),
     "bulk_email": Deferred("leadcrm.conversations.bulk_email", "run_bulk_email"),
     "queued_email_sweep": Deferred("leadcrm.conversations.queued_sweep", "run_queued_email_sweep"),
+    "webhook_delivery_sweep": Deferred("leadcrm.integrations.fanout", "run_delivery_sweep"),
 }
 
 
@@ -172,12 +196,16 @@ def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> 
     """Apply one event; True when it changed something. Unknown types are acknowledged and ignored."""
     reaction = EVENT_REACTIONS.get(detail_type)
     rescores = detail_type in RESCORING_EVENTS
-    if reaction is None and not rescores and detail_type not in META_CRM_EVENTS:
+    meta_crm = detail_type in META_CRM_EVENTS
+    webhooks = detail_type in WEBHOOK_EVENTS
+    if reaction is None and not rescores and not meta_crm and not webhooks:
         logger.info("ignoring event type", extra={"detailType": detail_type})
         return False
     changed = reaction(conn, detail) if reaction is not None else False
     if rescores:
         changed = _rescore(conn, detail) or changed
-    if detail_type in META_CRM_EVENTS:
+    if meta_crm:
         changed = _meta_crm_event(conn, detail) or changed
+    if webhooks:
+        changed = _fan_out(conn, detail) or changed
     return changed

@@ -1,6 +1,8 @@
 """Who takes work nobody else is named for: the organization's default assignee (organizations.
-default_assignee_user_id) when it is active staff, else its oldest active owner. New returning leads without an
-owner, a departed member's open work (deals.owner_departure) and the new-lead auto-task all ask here."""
+default_assignee_user_id) when it is active staff, else its oldest active owner. Returning leads without an
+owner (when no assignment rule places them first: leads.assignment) and a departed member's open work
+(deals.owner_departure) ask here. New leads without an owner are placed by the assignment rules only: a
+lead no rule places stays unassigned, on the work queue's `unassigned` reason."""
 
 from __future__ import annotations
 

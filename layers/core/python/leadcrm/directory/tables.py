@@ -8,6 +8,7 @@ from sqlalchemy import (
     DateTime,
     ForeignKey,
     Index,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -130,4 +131,19 @@ directory_held_events = Table(
     CheckConstraint(one_of("waiting_for", HELD_WAITING_FOR), name="waiting_for"),
     Index("ix_directory_held_events_organization_id", "organization_id"),
     Index("ix_directory_held_events_user_id", "user_id"),
+)
+
+# When a staff member takes new leads (leads.assignment): away until an instant, and working hours (a list of
+# {"day": ISO weekday 1-7, "from": "HH:MM", "to": "HH:MM"} in the organization's timezone; empty: any time).
+# No row: always available. Kept per organization: a person may work for two studios.
+staff_availability = Table(
+    "staff_availability",
+    metadata,
+    org_column(),
+    Column("user_id", Uuid, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("away_until", DateTime(timezone=True)),
+    Column("working_hours", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
+    created_at_column(),
+    updated_at_column(),
+    PrimaryKeyConstraint("organization_id", "user_id"),
 )

@@ -50,6 +50,7 @@ JOB_COLUMNS = (
     lead_import_jobs.c.status,
     lead_import_jobs.c.file_name,
     lead_import_jobs.c.column_mapping,
+    lead_import_jobs.c.apply_assignment_rules,
     lead_import_jobs.c.rows_processed,
     lead_import_jobs.c.created_count,
     lead_import_jobs.c.duplicate_count,
@@ -74,9 +75,16 @@ class NewImport:
 
 
 def create_import(
-    uow: UnitOfWork, actor: Actor, *, file_name: str | None, column_mapping: dict[str, str] | None
+    uow: UnitOfWork,
+    actor: Actor,
+    *,
+    file_name: str | None,
+    column_mapping: dict[str, str] | None,
+    apply_assignment_rules: bool = False,
 ) -> NewImport:
-    """A job waiting for its file, and where to PUT the file. Commits."""
+    """A job waiting for its file, and where to PUT the file. Commits. `apply_assignment_rules`: the leads it
+    creates get owners from the organization's assignment rules (off by default: an old export is history,
+    and spreading it over the team's round-robin would bury their new leads)."""
     job_id = uuid7()
     key = f"imports/{actor.organization_id}/{job_id}.csv"
     row = (
@@ -90,6 +98,7 @@ def create_import(
                 file_name=file_name,
                 object_key=key,
                 column_mapping=column_mapping or {},
+                apply_assignment_rules=apply_assignment_rules,
             )
             .returning(*JOB_COLUMNS)
         )

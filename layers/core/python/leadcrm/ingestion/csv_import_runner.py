@@ -21,6 +21,7 @@ from leadcrm.ingestion.csv_import import (
     COMPLETED,
     FAILED,
     IMPORT_KIND,
+    IMPORT_SOURCE,
     LEASE_SECONDS,
     QUEUED,
     RUNNING,
@@ -41,6 +42,7 @@ from leadcrm.ingestion.rules.csv_import import (
     resolve_columns,
 )
 from leadcrm.ingestion.tables import lead_import_jobs
+from leadcrm.leads.assignment import assign_new_leads
 from leadcrm.leads.dedup import CANDIDATE_LIMIT
 from leadcrm.leads.rules.intake import dedup_lock_keys, normalized_email
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
@@ -64,6 +66,7 @@ class _Claim:
     object_key: str
     mapping: dict[str, str]
     rows_processed: int
+    apply_assignment_rules: bool = False
 
 def run_import(
     job_id: uuid.UUID,
@@ -172,13 +175,19 @@ def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
                 lead_import_jobs.c.object_key,
                 lead_import_jobs.c.column_mapping,
                 lead_import_jobs.c.rows_processed,
+                lead_import_jobs.c.apply_assignment_rules,
             )
         ).first()
         uow.commit()
     if row is None:
         return None
     return _Claim(
-        row.organization_id, row.created_by_user_id, row.object_key, dict(row.column_mapping or {}), row.rows_processed
+        row.organization_id,
+        row.created_by_user_id,
+        row.object_key,
+        dict(row.column_mapping or {}),
+        row.rows_processed,
+        row.apply_assignment_rules,
     )
 
 def _holds_lease(conn: Connection, job_id: uuid.UUID, worker: str, position: int) -> bool:
@@ -205,6 +214,7 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
         people = _existing_people(conn, org, valid)
         lines: list[str] = []
         counts = {"created": 0, "duplicate": 0, "invalid": 0}
+        created: dict[uuid.UUID, str | None] = {}  # the chunk's new leads and their locales
         for staged in chunk:
             row, number = staged.row, str(staged.row.row_number)
             if staged.lead_id is None:
@@ -218,10 +228,13 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
                 continue
             people.add(staged.lead_id, row.email, row.phone)
             counts["created"] += 1
+            created[uuid.UUID(staged.lead_id)] = row.locale
             lines.append(f"{number}\tcreated\t{staged.lead_id}\t{NULL}\t{NULL}\t{staged.lead_fields}\n")
         stage_chunk(conn, lines)
         if counts["created"]:
             merge_leads(conn, org, claim.actor_user_id, job_id)
+            if claim.apply_assignment_rules:  # the import option: owners from the rules, in the chunk's transaction
+                assign_new_leads(conn, org, created, IMPORT_SOURCE)
         merge_report(conn, org, job_id)
         conn.execute(
             update(lead_import_jobs)

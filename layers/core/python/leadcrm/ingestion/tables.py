@@ -127,6 +127,8 @@ lead_import_jobs = Table(
     Column("file_name", Text),
     Column("object_key", Text, nullable=False),
     Column("column_mapping", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    # The import option: the organization's assignment rules give the created leads owners (leads.assignment).
+    Column("apply_assignment_rules", Boolean, nullable=False, server_default=text("false")),
     Column("rows_processed", Integer, nullable=False, server_default=text("0")),
     Column("created_count", Integer, nullable=False, server_default=text("0")),
     Column("duplicate_count", Integer, nullable=False, server_default=text("0")),

@@ -195,11 +195,19 @@ def _read(delivery: Delivery) -> Ingested | _Routable:
 def _meta_lead(fetched: FetchedMetaLead) -> WebhookLead:
     change, graph_lead = fetched.change, fetched.graph_lead
     mapped = map_meta_lead(graph_lead)
+    form_id = graph_lead.get("form_id") or change.form_id
     return WebhookLead(
         channel=META_CHANNEL,
         external_ref=change.leadgen_id,
         via=ReturnVia.META,
-        new=NewLead(name=mapped.name, email=mapped.email, phone=mapped.phone, note=mapped.note, source=mapped.source),
+        new=NewLead(
+            name=mapped.name,
+            email=mapped.email,
+            phone=mapped.phone,
+            note=mapped.note,
+            source=mapped.source,
+            form_ref=str(form_id) if form_id else None,  # what an assignment rule's form condition matches
+        ),
         hook=meta_campaign_hook(graph_lead, change),
         attribution={
             "platform": mapped.source,
@@ -207,7 +215,7 @@ def _meta_lead(fetched: FetchedMetaLead) -> WebhookLead:
             "external_campaign_name": graph_lead.get("campaign_name"),
             "adset_id": graph_lead.get("adset_id") or change.adgroup_id,
             "ad_id": graph_lead.get("ad_id") or change.ad_id,
-            "form_id": graph_lead.get("form_id") or change.form_id,
+            "form_id": form_id,
         },
         received={"leadgenId": change.leadgen_id, "pageId": change.page_id, "lead": graph_lead},
     )
@@ -223,7 +231,13 @@ def _whatsapp_lead(message: WhatsAppMessage) -> WebhookLead:
         channel=WHATSAPP_CHANNEL,
         external_ref=message.external_ref,
         via=ReturnVia.WHATSAPP,
-        new=NewLead(name=message.profile_name, phone=message.phone, note=message.text, source=WHATSAPP_SOURCE),
+        new=NewLead(
+            name=message.profile_name,
+            phone=message.phone,
+            note=message.text,
+            source=WHATSAPP_SOURCE,
+            form_ref=message.phone_number_id,  # the number it came through: an assignment rule may match it
+        ),
         hook=whatsapp_campaign_hook(referral),
         attribution={
             "platform": WHATSAPP_SOURCE,

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Boolean, Connection, Text, Uuid, insert, literal, null, select
 from sqlalchemy.dialects.postgresql import JSONB
 
 from leadcrm.directory.rules import phone_region
+from leadcrm.leads.assignment import Placed, lead_traits, place_many, rule_activities, rule_activity_row
 from leadcrm.leads.dedup import ExistingLead, IntakeContext, match_candidate, same_person_candidates
 from leadcrm.leads.intake import DuplicateLead, Intake, IntakeOutcome, NewLead, record_receipt, reopen_returning
 from leadcrm.leads.messages import CreationWrites, LeadsCreated
@@ -107,10 +108,49 @@ def intake_many(
         results.append(Intake(reopened, IntakeOutcome.REOPENED))
     if creates:
         placement = default_new_stage(conn, organization_id, known=context.placement)
-        inserted = _insert_leads(uow, organization_id, placement, context, creates)
+        creates, placed = _place(conn, organization_id, placement, context, creates)
+        inserted = _insert_leads(uow, organization_id, placement, context, creates, placed)
         for create in creates:
             results[create.index] = Intake(inserted[create.lead_id], IntakeOutcome.CREATED)
     return [result for result in results if result is not None]
+
+
+def _place(
+    conn: Connection,
+    organization_id: uuid.UUID,
+    placement: StagePlacement,
+    context: IntakeContext,
+    creates: list[_Create],
+) -> tuple[list[_Create], dict[uuid.UUID, Placed]]:
+    """The owners the organization's assignment rules give the batch's unowned creates, chosen in one pass
+    (leads.assignment.place_many: one lock of the rules, one read of the named staff, one cursor update);
+    nothing at all when the organization has no rules."""
+    unowned = [create for create in creates if create.arrival.new.assigned_to_user_id is None]
+    if not unowned or not context.has_assignment_rules:
+        return creates, {}
+    traits = [
+        lead_traits(
+            source=c.arrival.new.source,
+            campaign_id=c.arrival.new.campaign_id,
+            pipeline_id=placement.pipeline_id,
+            form_ref=c.arrival.new.form_ref,
+            locale=c.arrival.new.locale,
+            timezone=context.timezone,
+        )
+        for c in unowned
+    ]
+    chosen = {
+        create.lead_id: placed
+        for create, placed in zip(unowned, place_many(conn, organization_id, traits, context.timezone), strict=True)
+        if placed is not None
+    }
+    placed_creates = [_owned(c, chosen[c.lead_id].user_id) if c.lead_id in chosen else c for c in creates]
+    return placed_creates, chosen
+
+
+def _owned(create: _Create, user_id: uuid.UUID) -> _Create:
+    arrival = create.arrival
+    return replace(create, arrival=replace(arrival, new=replace(arrival.new, assigned_to_user_id=user_id)))
 
 
 def _pseudonymized(
@@ -152,6 +192,7 @@ def _insert_leads(
     placement: StagePlacement,
     context: IntakeContext,
     creates: list[_Create],
+    placed: dict[uuid.UUID, Placed],
 ) -> dict[uuid.UUID, dict[str, Any]]:
     """Every create in one statement (see the module's docstring); each lead's row by its id."""
     rows, titles = [], {}
@@ -186,6 +227,9 @@ def _insert_leads(
     src = recordset("new_lead_rows", "new_lead_rows", rows, _ROW_COLUMNS)
     message = LeadsCreated(organization_id, context.timezone, titles, src.c.id)
     writes: list[CreationWrites] = [w for w in handle(uow.connection, message) if w is not None]
+    if placed:  # each lead's timeline records the rule that placed it, in the same statement
+        entries = [rule_activity_row(organization_id, lead_id, p) for lead_id, p in placed.items()]
+        writes.append(CreationWrites(statements=(rule_activities(entries),)))
     values: dict[str, Any] = {
         "id": src.c.id,
         "organization_id": literal(organization_id, Uuid),

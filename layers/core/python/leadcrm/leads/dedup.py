@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Text, func, literal, or_, select, true
 
 from leadcrm.directory.rules import phone_region
 from leadcrm.directory.tables import organizations
+from leadcrm.leads.assignment import has_rules
 from leadcrm.leads.pseudonym_tokens import OrganizationPseudonyms, any_pseudonym, find_pseudonymized
 from leadcrm.leads.rules.identity import last_seven_digits
 from leadcrm.leads.rules.intake import dedup_lock_keys, is_closed_lead, normalized_email, phone_digits, same_phone
@@ -50,6 +51,8 @@ class IntakeContext:
     features: Any
     pseudonyms: OrganizationPseudonyms  # its country and timezone too (the phone region)
     placement: StagePlacement | None  # the default pipeline's New stage; None until the pipeline is seeded
+    # Whether the organization has an active assignment rule (leads.assignment): none costs no statement.
+    has_assignment_rules: bool = False
 
     @property
     def timezone(self) -> str | None:
@@ -96,6 +99,7 @@ def _open(conn: Connection, organization_id: uuid.UUID, keys: list[int]) -> Inta
             stage.c.pipeline_id,
             stage.c.id.label("stage_id"),
             stage.c.category,
+            has_rules(organizations.c.id).label("has_assignment_rules"),
         )
         .select_from(organizations.outerjoin(stage, true()))
         .where(organizations.c.id == organization_id)
@@ -106,6 +110,7 @@ def _open(conn: Connection, organization_id: uuid.UUID, keys: list[int]) -> Inta
         features=row.features,
         pseudonyms=OrganizationPseudonyms(row.country_code, row.timezone, bool(row.has_pseudonyms)),
         placement=placement_of(row.pipeline_id, row.stage_id, row.category),
+        has_assignment_rules=bool(row.has_assignment_rules),
     )
 
 

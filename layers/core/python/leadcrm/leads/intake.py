@@ -8,6 +8,7 @@ and `lead.created`. A match on a closed lead that came back through an entry poi
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
@@ -19,10 +20,12 @@ from sqlalchemy.dialects.postgresql import JSONB
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.staff import require_assignable_staff
 from leadcrm.leads.activity import record_activity
+from leadcrm.leads.assignment import lead_traits, place, rule_activities, rule_activity_row
 from leadcrm.leads.campaigns import require_attachable_campaign
 from leadcrm.leads.dedup import ExistingLead, IntakeContext, find_same_person, open_intake
 from leadcrm.leads.messages import CreationWrites, LeadCreated
 from leadcrm.leads.returning import return_lead
+from leadcrm.leads.rules.assignment import LeadTraits
 from leadcrm.leads.rules.intake import MatchResolution, contact_task_title, resolve_match
 from leadcrm.leads.rules.returning import ReturnTouch, ReturnVia
 from leadcrm.leads.tables import LEAD_COLUMNS, lead_receipts, lead_status_events, leads
@@ -49,6 +52,8 @@ class NewLead:
     is_test: bool = False
     campaign_id: uuid.UUID | None = None
     assigned_to_user_id: uuid.UUID | None = None
+    # The Meta form id or WhatsApp number id the lead came through (assignment rules match it; not stored).
+    form_ref: str | None = None
 
 
 class DuplicateLead(Conflict):
@@ -154,6 +159,11 @@ def intake_lead(
             return Intake(reopened, IntakeOutcome.REOPENED)
     placement = default_new_stage(conn, organization_id, known=context.placement if context else None)
     lead_id = uuid7()
+    placed = None
+    if new.assigned_to_user_id is None and context is not None and context.has_assignment_rules:
+        placed = place(conn, organization_id, _traits(new, placement.pipeline_id, context.timezone), context.timezone)
+        if placed is not None:
+            new = dataclasses.replace(new, assigned_to_user_id=placed.user_id)
     uow.add_event(
         DomainEvent(
             type=LEAD_CREATED,
@@ -174,8 +184,22 @@ def intake_lead(
     title = contact_task_title(new.name, new.email, new.phone)
     timezone = context.timezone if context else None
     writes = [w for w in handle(conn, LeadCreated(organization_id, lead_id, timezone, title)) if w is not None]
+    if placed is not None:  # the timeline records the rule, in the lead's own statement
+        entry = rule_activity_row(organization_id, lead_id, placed)
+        writes.append(CreationWrites(statements=(rule_activities([entry]),)))
     lead = _insert_lead(uow, organization_id, lead_id, new, placement, actor_user_id, channel, received or {}, writes)
     return Intake(lead, IntakeOutcome.CREATED)
+
+
+def _traits(new: NewLead, pipeline_id: uuid.UUID | None, timezone: str | None) -> LeadTraits:
+    return lead_traits(
+        source=new.source,
+        campaign_id=new.campaign_id,
+        pipeline_id=pipeline_id,
+        form_ref=new.form_ref,
+        locale=new.locale,
+        timezone=timezone,
+    )
 
 
 def reopen_returning(

@@ -40,6 +40,7 @@ from sqlalchemy import ColumnElement, Connection, and_, case, delete, func, inse
 from leadcrm.directory.default_assignee import default_assignee as organization_default_assignee
 from leadcrm.directory.rules import Actor, system_actor
 from leadcrm.leads.activity import record_activities
+from leadcrm.leads.assignment import Placed, lead_traits, organization_rules, place, rule_activity_row
 
 # The move machinery every primary move shares (PATCH, set-primary, bulk moves): the same row values,
 # status event, stage_moved payload and lead.status_changed, so a reopen's history reads like any move.
@@ -132,7 +133,8 @@ def return_lead(
 
     actor = _history_actor(organization_id, actor_user_id)
     move = _planned_move(conn, organization_id, row) if kind is ReturnKind.TO_NEW_STAGE else None
-    owner = _owner(conn, organization_id, row, owner_user_id or actor_user_id)
+    placed = _rule_owner(conn, organization_id, row, touch, move, owner_user_id or actor_user_id)
+    owner = placed.user_id if placed else _owner(conn, organization_id, row, owner_user_id or actor_user_id)
     values = _reopen_values(row, via, touch, owner, move)
     if move is not None and move.changes_pipeline:
         _merge_placement(conn, organization_id, lead_id, move.pipeline_id)
@@ -146,7 +148,7 @@ def return_lead(
         .mappings()
         .one()
     )
-    _record_reopen(uow, actor, row, reopened, via, touch, move, recovered_signup)
+    _record_reopen(uow, actor, row, reopened, via, touch, move, recovered_signup, placed)
     return ReturnOutcome(kind, reopened)
 
 
@@ -223,6 +225,32 @@ def _planned_move(conn: Connection, organization_id: uuid.UUID, row: Mapping[str
     return _ReturnMove(stage_move, from_pipeline_id=row["pipeline_id"], pipeline_id=target.pipeline_id)
 
 
+def _rule_owner(
+    conn: Connection,
+    organization_id: uuid.UUID,
+    row: Mapping[str, Any],
+    touch: ReturnTouch,
+    move: _ReturnMove | None,
+    sales_owner: uuid.UUID | None,
+) -> Placed | None:
+    """An unowned lead reopened on a path with no Sales actor goes where the organization's assignment rules
+    place it (leads.assignment), before the default assignee; one statement when it has no rules."""
+    if row["assigned_to_user_id"] is not None or sales_owner is not None:
+        return None
+    timezone, any_rules = organization_rules(conn, organization_id)
+    if not any_rules:
+        return None
+    traits = lead_traits(
+        source=row["source"],
+        campaign_id=row["campaign_id"] or touch.campaign_id,
+        pipeline_id=move.pipeline_id if move is not None else row["pipeline_id"],
+        form_ref=None,
+        locale=row["locale"],
+        timezone=timezone,
+    )
+    return place(conn, organization_id, traits, timezone)
+
+
 def _owner(
     conn: Connection, organization_id: uuid.UUID, row: Mapping[str, Any], sales_owner: uuid.UUID | None
 ) -> uuid.UUID | None:
@@ -272,8 +300,10 @@ def _record_reopen(
     touch: ReturnTouch,
     move: _ReturnMove | None,
     recovered_signup: bool,
+    placed: Placed | None = None,
 ) -> None:
-    """The history of a reopen: the move's status event and events, the timeline entries, lead.returned."""
+    """The history of a reopen: the move's status event and events, the timeline entries (the assignment
+    rule that placed it, if one did), lead.returned."""
     conn = uow.connection
     lead_id = after["id"]
     marker: dict[str, Any] = {"returned": True, "via": via.value}
@@ -292,6 +322,8 @@ def _record_reopen(
     if after["assigned_to_user_id"] != before["assigned_to_user_id"]:
         owner_change = {"fromUserId": None, "toUserId": str(after["assigned_to_user_id"])}
         activities.append(activity_row(actor, lead_id, OWNER_CHANGED, owner_change))
+    if placed is not None:
+        activities.append(rule_activity_row(actor.organization_id, lead_id, placed))
     returned = {
         "fromStatus": before["status"],
         "via": via.value,

@@ -21,7 +21,7 @@ from sqlalchemy import (
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from leadcrm.pipelines.tables import STAGE_CATEGORIES
 from leadcrm.platform.db.columns import (
@@ -487,4 +487,37 @@ LEAD_COLUMNS = (
     leads.c.status_changed_at,
     leads.c.created_at,
     leads.c.updated_at,
+)
+
+# Assignment rules (leads.assignment, leads.rules.assignment): tried in `position` order when a lead arrives
+# without an owner; the first that matches and can place it wins. Empty condition arrays match anything.
+ASSIGNMENT_STRATEGIES = ("round_robin", "least_loaded", "fixed")
+
+lead_assignment_rules = Table(
+    "lead_assignment_rules",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("name", Text, nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("active", Boolean, nullable=False, server_default=text("true")),
+    Column("sources", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+    Column("campaign_ids", ARRAY(Uuid), nullable=False, server_default=text("'{}'::uuid[]")),
+    Column("pipeline_ids", ARRAY(Uuid), nullable=False, server_default=text("'{}'::uuid[]")),
+    Column("form_refs", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+    Column("languages", ARRAY(Text), nullable=False, server_default=text("'{}'::text[]")),
+    # Minutes of the day in the organization's timezone, [from, to); both or neither; from > to wraps midnight.
+    Column("window_from", Integer),
+    Column("window_to", Integer),
+    Column("strategy", Text, nullable=False),
+    Column("user_ids", ARRAY(Uuid), nullable=False, server_default=text("'{}'::uuid[]")),
+    Column("capacity", Integer),
+    # Round-robin: the position in user_ids tried first; moved under the rule's row lock by every intake.
+    Column("cursor", Integer, nullable=False, server_default=text("0")),
+    created_at_column(),
+    updated_at_column(),
+    CheckConstraint(one_of("strategy", ASSIGNMENT_STRATEGIES), name="strategy"),
+    CheckConstraint("position >= 0", name="position_not_negative"),
+    CheckConstraint("(window_from IS NULL) = (window_to IS NULL)", name="window_both_or_neither"),
+    Index("ix_lead_assignment_rules_org_position", "organization_id", "position", "id"),
 )

@@ -94,6 +94,9 @@ INGESTION_QUEUE_URL = Required(
     "INGESTION_QUEUE_URL", "the ingestion queue: webhook leads, fetched Meta leads and CSV import jobs"
 )
 GRAPH_FETCH_QUEUE_URL = Required("GRAPH_FETCH_QUEUE_URL", "the queue of Meta leadgen webhooks graph_fetch reads")
+WEBHOOK_DELIVERY_QUEUE_URL = Required(
+    "WEBHOOK_DELIVERY_QUEUE_URL", "the queue of signed outbound webhook deliveries webhook_delivery sends"
+)
 WEBHOOK_BODIES_BUCKET = Required("WEBHOOK_BODIES_BUCKET", "the bucket of webhook bodies too large for a message")
 LEAD_IMPORTS_BUCKET = Required("LEAD_IMPORTS_BUCKET", "the bucket CSV lead imports are uploaded to")
 EMAIL_SIGNING_KEY = Required(

@@ -252,6 +252,7 @@ def _reason_keys() -> dict[Reason, tuple[ColumnElement, ColumnElement]]:
                 _tier_case((c.returned_at > _HOT_SINCE, Tier.HOT), otherwise=Tier.COOLING), c.returned_at
             ),
         ),
+        # No owner: the rules ran at intake, in the same transaction, and could not place it (work.rules.attention).
         Reason.UNASSIGNED: (c.assigned_to_user_id.is_(None), _newest_first_key(int(Tier.BACKLOG), c.created_at)),
     }
 

@@ -16,7 +16,11 @@ Reasons (spec "Sales queue", "Follow-ups and lead tasks", lead-intake-principles
   default, env NEW_LEAD_SLA_MINUTES).
 - `returned`: a lead that came back within the last 7 days, still new/contacted, nobody tried since
   returned_at, and its follow-up is none or still the return call.
-- `unassigned`: an open lead without an owner.
+- `unassigned`: an open lead without an owner. Every entry point runs the organization's assignment rules in
+  the lead's own transaction (leads.assignment), so a lead here is one no rule could place (no rule matched,
+  or everyone a matching rule names was away, over capacity or gone), one that arrived before the rules, or
+  one whose owner was taken off by hand: the owner's worklist of leads to place, never a lead a rule is about
+  to place.
 
 Tiers (lower is more urgent; an item's tier is its best reason's):
   0 hot       — arrivals (a new untouched lead, a return, an unanswered inbound) in their first 24 hours

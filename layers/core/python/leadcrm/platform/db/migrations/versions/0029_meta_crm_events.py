@@ -1,7 +1,7 @@
 """Conversions API for CRM: per Meta connection settings and the log of CRM events sent to Meta.
 
 Revision ID: 0029
-Revises: 0025
+Revises: 0028
 Create Date: 2026-12-05
 
 - meta_crm_settings: one row per Meta connection (dataset id, on/off, hashed contact allowed, stage → event
@@ -19,7 +19,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0029"
-down_revision = "0025"
+down_revision = "0028"
 branch_labels = None
 depends_on = None
 
