@@ -88,6 +88,7 @@ ROUTE_MODULES = tuple(
         "conversations.conversations",
         "conversations.consent",
         "conversations.bulk_email",
+        "conversations.whatsapp",
         "analytics.analytics",
         "analytics.attribution",
         "qualification.qualification",

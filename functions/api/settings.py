@@ -9,6 +9,7 @@ from __future__ import annotations
 from leadcrm.platform.config import check_settings
 from leadcrm.platform.environment import (
     EMAIL_SIGNING_KEY,
+    GRAPH_FETCH_QUEUE_URL,
     INBOUND_EMAIL_DOMAIN,
     INGESTION_QUEUE_URL,
     LEAD_IMPORTS_BUCKET,
@@ -20,6 +21,7 @@ from leadcrm.platform.environment import (
 
 REQUIRED = (
     INGESTION_QUEUE_URL,
+    GRAPH_FETCH_QUEUE_URL,
     LEAD_IMPORTS_BUCKET,
     EMAIL_SIGNING_KEY,
     INBOUND_EMAIL_DOMAIN,

@@ -4,7 +4,8 @@ The ingestion function runs in isolated subnets without internet access (VPC end
 so it cannot reach graph.facebook.com. This function can: it consumes the raw leadgen webhooks the
 receiver queues on the graph-fetch queue, reads each change's page token from Secrets Manager (the secret
 is named after the page, so no database is needed), fetches the lead by its leadgen id and queues it on
-the ingestion queue as a `meta.lead` message. Ingestion routes, dedups, attributes and claims the
+the ingestion queue as a `meta.lead` message. It also makes the WhatsApp Cloud API calls (a send, a
+templates sync: graph_fetch/whatsapp.py), for the same reason. Ingestion routes, dedups, attributes and claims the
 leadgen id exactly once, so a redelivered or retried webhook is harmless.
 
 Like the webhook receiver it imports neither SQLAlchemy nor pydantic (a test asserts it). Outcomes:
@@ -26,6 +27,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from graph_fetch import whatsapp
 from leadcrm.ingestion import meta_graph
 from leadcrm.ingestion.rules.meta import (
     META_CHANNEL,
@@ -52,8 +54,12 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     """Every leadgen change of one webhook delivery (Meta batches them). A change that fails fails the
     record: the changes already queued are queued again on the retry, which ingestion recognises. A body
     that is no webhook (a payload `5`) is rejected: recorded, counted, acknowledged."""
-    with reading("leadgen webhook"):
+    with reading("graph-fetch message"):
         body = json_object(json_limits.loads(record.body), "the SQS body")
+        request = whatsapp.read(body) if body.get("kind") in whatsapp.KINDS else None
+    if request is not None:  # a WhatsApp send or templates sync (graph_fetch/whatsapp.py)
+        return {"outcome": whatsapp.handle(request)}
+    with reading("leadgen webhook"):
         changes = leadgen_changes(json_object(webhook_bodies.payload_of(body), "the payload"))
     logger.info("leadgen webhook received", extra={"messageId": record.message_id, "changes": len(changes)})
     outcomes = [fetch_and_forward(change, received_at=body.get("receivedAt")) for change in changes]

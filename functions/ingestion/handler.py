@@ -30,6 +30,8 @@ PROCESSORS: dict[str, Callable[[dict[str, Any], Any], None]] = {
     "meta.leadgen": processors.meta_leadgen,
     "meta.crm_event_result": processors.meta_crm_event_result,
     "whatsapp": processors.whatsapp,
+    "whatsapp.sent": processors.whatsapp_sent,
+    "whatsapp.templates": processors.whatsapp_templates,
     "lead_import": processors.lead_import,
 }
 
@@ -57,7 +59,9 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     if summary["kind"] == "email.inbound":
         receive_from_s3(summary["bucket"], summary["key"])
     elif processors.batched(record.message_id):
-        pass  # taken in with its batch (processors.lead_batch): its outcomes are counted, its failure raised
+        # taken in with its batch (processors.lead_batch): its outcomes are counted, its failure raised
+        if summary["kind"] == "whatsapp":
+            processors.whatsapp_conversations(body)
     elif (process := PROCESSORS.get(summary["kind"])) is not None:
         process(body, lambda_context)
     return summary

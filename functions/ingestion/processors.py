@@ -25,10 +25,12 @@ from leadcrm.ingestion.webhook_leads import (
     DROPPED,
     Delivery,
     Ingested,
+    Outcome,
     ingest_deliveries,
     ingest_meta_lead,
     ingest_whatsapp_message,
 )
+from leadcrm.ingestion.whatsapp import receive_webhook, record_send_outcome, store_synced_templates
 from leadcrm.platform import json_limits
 from leadcrm.platform.adapters import webhook_bodies
 from leadcrm.platform.adapters.ingestion_queue import forward_to_graph_fetch
@@ -64,11 +66,40 @@ def meta_crm_event_result(body: dict[str, Any], context: Any) -> None:
 
 
 def whatsapp(body: dict[str, Any], context: Any) -> None:
-    """G7: every inbound message of a WhatsApp Cloud webhook (organic ones are dropped and counted)."""
+    """G7: every inbound message of a WhatsApp Cloud webhook (organic ones are dropped and counted), then
+    the webhook's messages and statuses in the conversations (`whatsapp_conversations`)."""
     with reading("WhatsApp webhook"):
         messages = whatsapp_messages(json_object(webhook_bodies.payload_of(body), "the payload"))
     for message in messages:
         count(ingest_whatsapp_message(message))
+    whatsapp_conversations(body)
+
+
+def whatsapp_conversations(body: dict[str, Any]) -> None:
+    """A known lead's messages into its WhatsApp thread and the status updates onto what was sent
+    (leadcrm.ingestion.whatsapp), after the referrals were taken in as leads. Each outcome is counted."""
+    with reading("WhatsApp webhook"):
+        payload = json_object(webhook_bodies.payload_of(body), "the payload")
+    for outcome, number in receive_webhook(payload).items():
+        metrics.add_metric(name=f"WhatsApp.{outcome}", unit=MetricUnit.Count, value=number)
+
+
+def whatsapp_sent(body: dict[str, Any], context: Any) -> None:
+    """What Graph answered to a send graph_fetch made: the message `sent` with its wamid, or `failed`."""
+    with reading("whatsapp.sent message"):
+        organization_id, message_id = uuid.UUID(str(body["organizationId"])), uuid.UUID(str(body["messageId"]))
+        wamid = body.get("wamid") if isinstance(body.get("wamid"), str) and body.get("wamid") else None
+        error = str(body["error"]) if body.get("error") is not None else None
+    record_send_outcome(organization_id, message_id, wamid=wamid, error=error)
+
+
+def whatsapp_templates(body: dict[str, Any], context: Any) -> None:
+    """An organization's templates graph_fetch read from its WhatsApp Business account."""
+    with reading("whatsapp.templates message"):
+        organization_id = uuid.UUID(str(body["organizationId"]))
+        business_account_id = str(body["businessAccountId"])
+        templates = [t for t in body.get("templates") or [] if isinstance(t, dict)]
+    store_synced_templates(organization_id, business_account_id, templates)
 
 
 # What the batch's leads became, per SQS message id (filled by `lead_batch`, read by `batched`).
@@ -140,7 +171,10 @@ def lead_import(body: dict[str, Any], context: Any) -> None:
 
 def count(result: Ingested) -> None:
     metrics.add_metric(name=f"Ingestion.{result.channel}.{result.outcome.value}", unit=MetricUnit.Count, value=1)
-    if result.outcome in DROPPED:
+    if result.outcome is Outcome.ORGANIC:
+        # no lead to make, as designed: a known lead's message still lands in its thread (whatsapp_conversations)
+        logger.info("webhook event makes no lead", extra=result.log_fields())
+    elif result.outcome in DROPPED:
         logger.warning("webhook event dropped", extra=result.log_fields())
     else:
         logger.info("webhook event ingested", extra=result.log_fields())

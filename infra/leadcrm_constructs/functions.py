@@ -15,6 +15,7 @@ holds each list to what the stack sets). The variables the code reads, and who s
   ``DB_SECRET_ARN`` (``Database``) and ``EVENT_BUS_NAME`` (``DomainEvents``);
 - webhooks: ``INGESTION_QUEUE_URL``, ``GRAPH_FETCH_QUEUE_URL`` (``Messaging``) and ``META_SECRET_ARN``
   (``WebhookIngress``);
+- api: also ``INGESTION_QUEUE_URL`` and ``GRAPH_FETCH_QUEUE_URL`` (``Messaging``: CSV imports, WhatsApp sends);
 - graph_fetch: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``INTEGRATION_SECRET_PREFIX`` (``LeadIngestion``);
   ``META_GRAPH_BASE_URL`` is left to its default (the Graph API);
 - meta_events: ``INGESTION_QUEUE_URL`` and ``INTEGRATION_SECRET_PREFIX`` (``MetaConversions``);

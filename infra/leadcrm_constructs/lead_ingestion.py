@@ -21,6 +21,8 @@ from constructs import Construct
 
 SECRET_PREFIX = "leadcrm/integrations/"
 META_PAGE_SECRETS = f"{SECRET_PREFIX}meta_lead_ads/"
+# A WhatsApp number's token: graph_fetch sends messages and reads templates with it.
+WHATSAPP_NUMBER_SECRETS = f"{SECRET_PREFIX}whatsapp_cloud/"
 IMPORTS_PREFIX = "imports/"
 IMPORT_FILE_DAYS = 7
 
@@ -54,7 +56,8 @@ class LeadIngestion(Construct):
         )
         graph_fetch.add_to_role_policy(
             iam.PolicyStatement(
-                actions=["secretsmanager:GetSecretValue"], resources=[f"{secret_arns}{META_PAGE_SECRETS}*"]
+                actions=["secretsmanager:GetSecretValue"],
+                resources=[f"{secret_arns}{META_PAGE_SECRETS}*", f"{secret_arns}{WHATSAPP_NUMBER_SECRETS}*"],
             )
         )
         graph_fetch.add_environment("INTEGRATION_SECRET_PREFIX", SECRET_PREFIX)
@@ -63,11 +66,14 @@ class LeadIngestion(Construct):
             [
                 {
                     "id": "AwsSolutions-IAM5",
-                    "reason": "A page's token secret is named after the page id, known only when a lead arrives: "
-                    "the read grant is the meta_lead_ads/ prefix of the connection secrets, nothing wider.",
+                    "reason": "A page's (a number's) token secret is named after the page id (phone number id), "
+                    "known only when a lead arrives (a message is sent): the read grant is the meta_lead_ads/ and "
+                    "whatsapp_cloud/ prefixes of the connection secrets, nothing wider.",
                     "applies_to": [
                         "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
                         f"{META_PAGE_SECRETS}*",
+                        "Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:<AWS::AccountId>:secret:"
+                        f"{WHATSAPP_NUMBER_SECRETS}*",
                     ],
                 }
             ],

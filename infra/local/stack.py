@@ -23,6 +23,7 @@ from infra.local.gateway import PUBLIC_API_PREFIXES, http_api_event, lambda_resu
 from infra.local.graph import LocalGraph
 from infra.local.pollers import QueuePoller, Scheduler
 from infra.local.postgres import LocalPostgres
+from infra.local.whatsapp import LocalWhatsApp
 
 logger = logging.getLogger("leadcrm.local")
 
@@ -93,6 +94,7 @@ class LocalStack:
         self.pollers: list[QueuePoller] = []
         self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
         self.graph = LocalGraph(faults.registry)  # Meta Graph: leads for graph_fetch, CRM events from meta_events
+        self.whatsapp = LocalWhatsApp(faults.registry)  # the WhatsApp Cloud API under it (infra/local/whatsapp.py)
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
@@ -175,6 +177,8 @@ class LocalStack:
             except ValueError:
                 sent = None
             return _json(*self.graph.receive_events(dataset_id, headers.get("authorization"), sent))
+        if path.startswith(GRAPH_PREFIX) and path.endswith(("/messages", "/message_templates")):
+            return self.whatsapp_graph(method, path, headers, body)
         if method == "GET" and path.startswith(GRAPH_PREFIX):
             status, answer = self.graph.read(path.removeprefix(GRAPH_PREFIX), headers.get("authorization"))
             return _json(status, answer)
@@ -454,6 +458,32 @@ class LocalStack:
         """The CRM events the local Conversions API received, oldest first."""
         return _json(200, {"data": self.graph.recorded_events()})
 
+    def whatsapp_graph(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Reply:
+        """The Cloud API's send and template list, under the local Graph (infra/local/whatsapp.py)."""
+        account = path.removeprefix(GRAPH_PREFIX).split("/")[0]
+        if method == "POST" and path.endswith("/messages"):
+            try:
+                data = json.loads(body or b"null")
+            except ValueError:
+                data = None
+            return _json(*self.whatsapp.send(account, headers.get("authorization"), data))
+        if method == "GET" and path.endswith("/message_templates"):
+            return _json(*self.whatsapp.templates(account, headers.get("authorization")))
+        return _error(405, "METHOD_NOT_ALLOWED", "POST …/messages, GET …/message_templates.")
+
+    def list_whatsapp_sent(self, data: dict[str, Any]) -> Reply:
+        """What the WhatsApp stand-in was asked to send, oldest first."""
+        return _json(200, {"data": self.whatsapp.sent()})
+
+    def register_whatsapp_templates(self, data: dict[str, Any]) -> Reply:
+        account, templates = data.get("businessAccountId"), data.get("templates")
+        if not isinstance(account, str) or not account or not isinstance(templates, list):
+            return _error(400, "VALIDATION_FAILED", "Send {businessAccountId: string, templates: [...]}.")
+        if not all(isinstance(t, dict) for t in templates):
+            return _error(400, "VALIDATION_FAILED", "Each template is an object (name, language, status, …).")
+        self.whatsapp.register_templates(account, templates)
+        return _json(201, {"data": {"businessAccountId": account, "templates": len(templates)}})
+
     def tick(self, data: dict[str, Any]) -> Reply:
         job = data.get("job")
         if job is not None and job not in JOB_RATES_SECONDS:
@@ -493,6 +523,8 @@ LOCAL_ROUTES = {
     ("POST", "/_local/tick"): LocalStack.tick,
     ("POST", "/_local/graph/leads"): LocalStack.register_graph_lead,
     ("GET", "/_local/meta/events"): LocalStack.meta_events,
+    ("GET", "/_local/whatsapp/sent"): LocalStack.list_whatsapp_sent,
+    ("POST", "/_local/whatsapp/templates"): LocalStack.register_whatsapp_templates,
     ("GET", "/_local/idle"): LocalStack.idle,
     ("POST", "/_local/faults"): faults.arm_route,
     ("GET", "/_local/faults"): faults.list_route,

@@ -59,8 +59,9 @@ class LeadCrmStack(Stack):
             ingestion_producers=[functions.webhooks, functions.api, functions.ingestion, functions.graph_fetch],
             task_lifecycle_consumer=functions.task_lifecycle,
             graph_fetch_consumer=functions.graph_fetch,
-            # leadgen webhooks; ingestion hands on a raw leadgen that reaches it (queued before graph_fetch)
-            graph_fetch_producers=[functions.webhooks, functions.ingestion],
+            # leadgen webhooks; ingestion hands on a raw leadgen that reaches it (queued before graph_fetch);
+            # the API queues WhatsApp sends and template syncs (Graph is reachable only from graph_fetch)
+            graph_fetch_producers=[functions.webhooks, functions.ingestion, functions.api],
         )
         # Migrations before traffic: the trigger runs after the database and before the functions that
         # read it are created or updated (and so before their queues, routes and schedules reach them).

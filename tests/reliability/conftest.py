@@ -17,10 +17,10 @@ from tests.integration.conftest import (  # noqa: F401 - fixtures shared with th
 
 
 @pytest.fixture
-def route_stack(event_bus, ingestion_queue, monkeypatch):  # noqa: F811 - the fixtures imported above
+def route_stack(event_bus, ingestion_queue, graph_fetch_queue, monkeypatch):  # noqa: F811 - imported above
     """What the routes use, as the stack provides it: the bus (events after commit), the ingestion queue (an
-    import's start), the imports bucket (its upload URL), a verified sender (conversation mail) and the
-    pseudonymization key."""
+    import's start), the graph-fetch queue (a WhatsApp send or templates sync), the imports bucket (its
+    upload URL), a verified sender (conversation mail) and the pseudonymization key."""
     from leadcrm.leads import pseudonym_tokens
     from tests.integration.conftest import _settings_changed
     from tests.support.conversations_helpers import verify_sender
@@ -42,7 +42,7 @@ def shared_route_stack():
     from moto import mock_aws
 
     from leadcrm.leads import pseudonym_tokens
-    from tests.integration.conftest import INGESTION_QUEUE, _settings_changed
+    from tests.integration.conftest import GRAPH_FETCH_QUEUE, INGESTION_QUEUE, _settings_changed
     from tests.support.aws import EVENT_BUS, make_event_bus, make_queue
     from tests.support.conversations_helpers import verify_sender
     from tests.support.ingestion_helpers import make_imports_bucket
@@ -56,6 +56,7 @@ def shared_route_stack():
         with mock_aws():
             make_event_bus(EVENT_BUS)
             monkeypatch.setenv("INGESTION_QUEUE_URL", make_queue(INGESTION_QUEUE).url)
+            monkeypatch.setenv("GRAPH_FETCH_QUEUE_URL", make_queue(GRAPH_FETCH_QUEUE).url)
             make_imports_bucket(monkeypatch)
             _settings_changed()
             pseudonym_tokens.forget()

@@ -226,6 +226,12 @@ def _ticket(status: str, body: Any = None) -> Callable[[OrgWorld], Req]:
     return lambda w: Req({"ticketId": w.ticket(status)}, body=body)
 
 
+def _template_sync(w: OrgWorld) -> Req:
+    """A sync needs a connected number (its token reads the templates): the organization gets one."""
+    w.connection("whatsapp")
+    return Req(body={"businessAccountId": "102290129340398"})
+
+
 def _conversation(body: Any = None) -> Callable[[OrgWorld], Req]:
     return lambda w: Req({"conversationId": w.conversation()}, body=body)
 
@@ -325,6 +331,11 @@ ROUTES.update(
         "POST /organizations/{orgId}/conversations/{conversationId}/messages": Row(
             STAFF, 201, _conversation({"body": "A follow-up"})
         ),
+        "POST /organizations/{orgId}/conversations/{conversationId}/whatsapp-messages": Row(
+            STAFF, 201, lambda w: Req({"conversationId": w.whatsapp_thread()}, body={"text": "See you at 18:00"})
+        ),
+        "GET /organizations/{orgId}/whatsapp-templates": Row(STAFF, 200, foreign=None),
+        "POST /organizations/{orgId}/whatsapp-templates/sync": Row(MANAGER, 202, _template_sync, foreign=None),
         "POST /organizations/{orgId}/conversations/{conversationId}/notes": Row(
             STAFF, 201, _conversation({"body": "Called, no answer"})
         ),

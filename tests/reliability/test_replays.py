@@ -525,6 +525,84 @@ def _conversation_send(_: Stage) -> Delivery:
     )
 
 
+def _graph_fetch_requests(stage: Stage) -> int:
+    from tests.support.aws import aws_client
+
+    attributes = aws_client("sqs").get_queue_attributes(
+        QueueUrl=stage.graph_fetch.url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def _whatsapp_send(stage: Stage) -> Delivery:
+    """A WhatsApp send is queued for graph_fetch once: one message, one request on the graph-fetch queue."""
+    world = make_world()
+    conversation_id = world.whatsapp_thread()
+    body = {"text": "Shall we book Thursday?"}
+    return Delivery(
+        _keyed_post(world, f"/conversations/{conversation_id}/whatsapp-messages", body, 201, 409),
+        lambda: (
+            _count(
+                "SELECT count(*) FROM conversation_messages WHERE conversation_id = :c AND direction = 'outbound'",
+                c=conversation_id,
+            ),
+            _graph_fetch_requests(stage),
+        ),
+    )
+
+
+def _whatsapp_inbound(stage: Stage) -> Delivery:
+    """Meta redelivers an inbound message: one wamid, one message, one unread, one event."""
+    from tests.support.ingestion_helpers import fresh_id, whatsapp_payload
+
+    world, number_id, wa_id = make_world(), fresh_id(), f"4477{fresh_id()[:8]}"
+    world.api("POST", "/integrations/whatsapp", body={"phoneNumberId": number_id, "accessToken": "waba-token-1234"})
+    world.lead(phone=f"+{wa_id}")
+    deliver = meta_delivery(
+        stage, whatsapp_payload(number_id, wamid=f"wamid.{fresh_id()}", wa_id=wa_id), path="/webhooks/whatsapp"
+    )
+    return Delivery(
+        deliver,
+        lambda: (
+            *_org_counts(world.id, "conversations", "conversation_messages"),
+            _count("SELECT coalesce(sum(unread_count), 0) FROM conversations WHERE organization_id = :o", o=world.id),
+            _count(
+                "SELECT count(*) FROM outbox WHERE organization_id = :o AND type = 'conversation.inbound_received'",
+                o=world.id,
+            ),
+        ),
+    )
+
+
+def _whatsapp_status(stage: Stage) -> Delivery:
+    """Meta redelivers a status webhook: the status is kept once and the message moves once."""
+    from leadcrm.ingestion.whatsapp import record_send_outcome
+    from tests.support.aws import aws_client
+    from tests.support.whatsapp_helpers import status_payload
+
+    world = make_world()
+    conversation_id = world.whatsapp_thread()
+    sent = world.api("POST", f"/conversations/{conversation_id}/whatsapp-messages", body={"text": "Hi"}).data
+    sqs = aws_client("sqs")  # graph_fetch's part is played below: its request is taken off the queue
+    for message in stage.graph_fetch.receive_all():
+        sqs.delete_message(QueueUrl=stage.graph_fetch.url, ReceiptHandle=message["ReceiptHandle"])
+    wamid = f"wamid.{uuid.uuid4().hex}"
+    record_send_outcome(world.id, uuid.UUID(sent["message"]["id"]), wamid=wamid, error=None)
+    number = _scalar("SELECT from_address FROM conversation_messages WHERE id = :m", m=sent["message"]["id"])
+    deliver = meta_delivery(stage, status_payload(number, wamid, "delivered"), path="/webhooks/whatsapp")
+    return Delivery(
+        deliver,
+        lambda: (
+            _count("SELECT count(*) FROM whatsapp_status_events WHERE wamid = :w", w=wamid),
+            _count(
+                "SELECT count(*) FROM conversation_messages"
+                " WHERE provider_message_id = :w AND delivery_status = 'delivered'",
+                w=wamid,
+            ),
+        ),
+    )
+
+
 def _conversation_open_and_send(_: Stage) -> Delivery:
     world = make_world()
     body = {"leadId": world.emailable_lead(), "subject": "Welcome", "body": "Hello!"}
@@ -606,8 +684,10 @@ def _ses_event(kind: str) -> Callable[[Stage], Delivery]:
                 _count("SELECT count(*) FROM ses_delivery_events WHERE ses_message_id = :m", m=ses_id),
                 _count("SELECT count(*) FROM lead_consent_events WHERE lead_id = :l", l=lead_id),
                 _count("SELECT count(*) FROM lead_activity_events WHERE lead_id = :l", l=lead_id),
-                _count("SELECT count(*) FROM conversation_messages WHERE id = :m AND delivery_status IS NOT NULL",
-                       m=sent["id"]),  # fmt: skip
+                _count(
+                    "SELECT count(*) FROM conversation_messages WHERE id = :m AND delivery_status IS NOT NULL",
+                    m=sent["id"],
+                ),  # fmt: skip
             ),
         )
 
@@ -769,6 +849,9 @@ ENTRIES = [
     Entry("api: assignment rule create with Idempotency-Key", _assignment_rule_create),
     Entry("api: conversation send with Idempotency-Key", _conversation_send),
     Entry("api: conversation open and send with Idempotency-Key", _conversation_open_and_send),
+    Entry("api: WhatsApp send with Idempotency-Key", _whatsapp_send),
+    Entry("ingestion: WhatsApp inbound message webhook", _whatsapp_inbound),
+    Entry("ingestion: WhatsApp status webhook", _whatsapp_status),
 ]
 
 

@@ -232,6 +232,19 @@ class OrgWorld:
         body = {"leadId": self.emailable_lead(), "subject": "Hello", "body": "Welcome!"}
         return self.api("POST", "/conversations", body=body).data["conversation"]["id"]
 
+    def whatsapp_thread(self) -> str:
+        """A lead's WhatsApp thread on a connected number, the lead's message just in (the window open)."""
+        from leadcrm.ingestion.whatsapp import receive_webhook
+        from tests.support.ingestion_helpers import whatsapp_payload
+
+        number = str(uuid.uuid4().int)[:16]
+        self.api("POST", "/integrations/whatsapp", body={"phoneNumberId": number, "accessToken": "waba-token-1234"})
+        wa_id = "4477" + str(uuid.uuid4().int)[:8]
+        lead_id = self.lead(phone=f"+{wa_id}")
+        receive_webhook(whatsapp_payload(number, wamid=f"wamid.{uuid.uuid4().hex}", wa_id=wa_id))
+        threads = self.api("GET", "/conversations", query={"leadId": lead_id, "channel": "whatsapp"}).data
+        return threads[0]["id"]
+
     def bulk_email(self) -> str:
         body = {"subject": "News", "body": "Hello", "audience": {"leadIds": [self.emailable_lead()]}}
         return self.api("POST", "/bulk-emails", body=body).data["id"]

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, model_validator
 
 from api.schemas import CamelModel, OutModel, assignee_from
 from leadcrm.conversations.consent import ConsentChannel, ConsentStatus, LegalBasis
 from leadcrm.conversations.rules.messages import MAX_SUBJECT_LENGTH, Channel, ConversationStatus
+from leadcrm.conversations.rules.whatsapp import MAX_TEXT_LENGTH as MAX_WHATSAPP_TEXT_LENGTH
 from leadcrm.leads.rules.listing import (
     MAX_STAGE_IDS,
     MAX_TAG_IDS,
@@ -124,14 +125,73 @@ class Message(OutModel):
     sent_at: datetime | None
     delivery_status: str | None = Field(
         default=None,
-        description="What SES said after it took the mail: delivered, bounced, complained, rejected or delayed "
-        "(the worst news so far); null until it said anything",
+        description="Email: what SES said after it took the mail: delivered, bounced, complained, rejected or "
+        "delayed (the worst news so far). WhatsApp: the highest status webhook so far, sent < delivered < read < "
+        "failed. Null until anything was said",
     )
     delivery_status_at: datetime | None = None
     delivery_detail: dict[str, Any] | None = Field(
-        default=None, description="The SES event's types: eventType, bounceType, bounceSubType, …"
+        default=None,
+        description="The SES event's types: eventType, bounceType, bounceSubType, …; a failed WhatsApp "
+        "message's `errors` (code, title)",
     )
+    template_name: str | None = Field(default=None, description="A WhatsApp template message's template")
+    template_language: str | None = None
+    template_parameters: list[str] | None = None
     created_at: datetime
+
+
+class WhatsAppTemplateChoice(CamelModel):
+    name: str = Field(min_length=1, max_length=512)
+    language: str = Field(min_length=2, max_length=20, description="The template's language code, e.g. en_US")
+    parameters: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
+        default_factory=list, max_length=20, description="The body's {{1}}, {{2}}, … in order"
+    )
+
+
+class WhatsAppSendBody(CamelModel):
+    """Exactly one of `text` (free-form: only inside the 24-hour customer-service window) and `template`."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {"text": "Hi Ana, your trial is on Thursday at 18:30."},
+                {"template": {"name": "trial_reminder", "language": "en_US", "parameters": ["Ana", "Thursday"]}},
+            ]
+        }
+    )
+
+    text: str | None = Field(default=None, min_length=1, max_length=MAX_WHATSAPP_TEXT_LENGTH)
+    template: WhatsAppTemplateChoice | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> WhatsAppSendBody:
+        if (self.text is None) == (self.template is None):
+            raise ValueError("send exactly one of text and template")
+        return self
+
+
+class WhatsAppTemplate(OutModel):
+    id: uuid.UUID
+    business_account_id: str
+    name: str
+    language: str
+    status: str = Field(description="As WhatsApp says: APPROVED, PENDING, REJECTED, PAUSED, …")
+    category: str | None
+    components: list[Any]
+    parameter_count: int = Field(description="How many body parameters a send names")
+    synced_at: datetime
+
+
+class WhatsAppTemplateSyncBody(CamelModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"businessAccountId": "102290129340398"}]})
+    business_account_id: str = Field(min_length=1, max_length=64, pattern=r"^[0-9]+$")
+
+
+class WhatsAppTemplateSync(OutModel):
+    business_account_id: str
+    phone_number_id: str
+    queued: bool
 
 
 class ConversationWithMessage(OutModel):

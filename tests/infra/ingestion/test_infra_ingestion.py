@@ -39,14 +39,17 @@ def test_the_api_manages_connection_secrets_only_under_the_integrations_prefix(r
     assert "secret:leadcrm/integrations/*" in json.dumps(statements[0]["Resource"])
 
 
-def test_graph_fetch_reads_only_meta_page_secrets(resources, function_ids):
+def test_graph_fetch_reads_only_meta_page_and_whatsapp_number_secrets(resources, function_ids):
     statements = [
         s
         for s in _statements_of(resources, function_ids["graph_fetch"])
         if "leadcrm/integrations" in json.dumps(s["Resource"])
     ]
     assert [_actions(s) for s in statements] == [{"secretsmanager:GetSecretValue"}]
-    assert "secret:leadcrm/integrations/meta_lead_ads/*" in json.dumps(statements[0]["Resource"])
+    granted = json.dumps(statements[0]["Resource"])
+    assert "secret:leadcrm/integrations/meta_lead_ads/*" in granted
+    assert "secret:leadcrm/integrations/whatsapp_cloud/*" in granted
+    assert "secret:leadcrm/integrations/*" not in granted
 
 
 def test_ingestion_no_longer_reads_connection_secrets(resources, function_ids):
@@ -101,8 +104,9 @@ def test_the_api_and_ingestion_may_queue_ingestion_work(resources, function_ids)
         assert any("sqs:SendMessage" in _actions(s) for s in _statements_of(resources, function_ids[name]))
 
 
-def test_leadgen_webhooks_may_be_queued_for_graph_fetch_by_the_receiver_and_ingestion_only(resources, function_ids):
-    for name, allowed in (("webhooks", True), ("ingestion", True), ("api", False), ("task_lifecycle", False)):
+def test_graph_fetch_work_may_be_queued_by_the_receiver_ingestion_and_the_api_only(resources, function_ids):
+    """Leadgen webhooks (receiver, ingestion) and WhatsApp sends and template syncs (the API)."""
+    for name, allowed in (("webhooks", True), ("ingestion", True), ("api", True), ("task_lifecycle", False)):
         variables = resources[function_ids[name]]["Properties"]["Environment"]["Variables"]
         assert ("GRAPH_FETCH_QUEUE_URL" in variables) is allowed
 

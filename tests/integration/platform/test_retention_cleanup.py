@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 from sqlalchemy import Table, func, insert, select, text
 
-from leadcrm.conversations.jobs import APPLIED_EVENTS_KEPT_FOR, APPLIED_EVENTS_RETENTION
+from leadcrm.conversations.jobs import (
+    APPLIED_EVENTS_KEPT_FOR,
+    APPLIED_EVENTS_RETENTION,
+    WHATSAPP_STATUSES_KEPT_FOR,
+    WHATSAPP_STATUSES_RETENTION,
+)
 from leadcrm.ingestion.jobs import CLAIMS_KEPT_FOR, CLAIMS_RETENTION
 from leadcrm.integrations.retention import DELIVERIES_KEPT_FOR, DELIVERIES_RETENTION
 from leadcrm.leads.rate_limits import COUNTERS_KEPT_FOR
@@ -73,6 +78,16 @@ def _applied_ses_event(age: timedelta) -> dict[str, Any]:
     }
 
 
+def _whatsapp_status(age: timedelta) -> dict[str, Any]:
+    return {
+        "wamid": f"wamid.{uuid.uuid4().hex}",
+        "status": "delivered",
+        "organization_id": make_organization().id,
+        "occurred_at": _age(age),
+        "received_at": _age(age),
+    }
+
+
 def _event(published_age: timedelta | None, occurred_age: timedelta = timedelta(days=30)) -> dict[str, Any]:
     return {
         "id": uuid.uuid4(),
@@ -114,6 +129,7 @@ CASES: dict[str, tuple[Retention, Callable[[timedelta], dict[str, Any]], timedel
     "rate_limit_counters": (COUNTERS_RETENTION, _counter, COUNTERS_KEPT_FOR),
     "ingested_events": (CLAIMS_RETENTION, _claim, CLAIMS_KEPT_FOR),
     "ses_delivery_events": (APPLIED_EVENTS_RETENTION, _applied_ses_event, APPLIED_EVENTS_KEPT_FOR),
+    "whatsapp_status_events": (WHATSAPP_STATUSES_RETENTION, _whatsapp_status, WHATSAPP_STATUSES_KEPT_FOR),
     "outbox": (OUTBOX_RETENTION, _event, PUBLISHED_KEPT_FOR),
     "webhook_deliveries": (DELIVERIES_RETENTION, _webhook_delivery, DELIVERIES_KEPT_FOR),
 }
@@ -163,7 +179,8 @@ def test_a_row_just_inside_its_retention_is_kept_and_one_just_outside_is_deleted
     ("table", "period"),
     [("idempotency_keys", timedelta(hours=24)), ("rate_limit_counters", timedelta(hours=1)),
      ("ingested_events", timedelta(days=90)), ("ses_delivery_events", timedelta(days=30)),
-     ("outbox", timedelta(days=7)), ("webhook_deliveries", timedelta(days=30))],
+     ("whatsapp_status_events", timedelta(days=30)), ("outbox", timedelta(days=7)),
+     ("webhook_deliveries", timedelta(days=30))],
 )  # fmt: skip
 def test_the_documented_retention_periods(table, period):
     assert CASES[table][0].kept_for == period
@@ -245,6 +262,7 @@ def test_the_scheduled_job_returns_its_counts_per_table_and_publishes_them(ctx, 
         "rate_limit_counters": 1,
         "ingested_events": 1,
         "ses_delivery_events": 1,
+        "whatsapp_status_events": 1,
         "outbox": 2,
         "webhook_deliveries": 1,
         "unfinished": 0,
@@ -254,6 +272,7 @@ def test_the_scheduled_job_returns_its_counts_per_table_and_publishes_them(ctx, 
         "rate_limit_counters": 1,
         "ingested_events": 1,
         "ses_delivery_events": 1,
+        "whatsapp_status_events": 1,
         "outbox": 2,
         "webhook_deliveries": 1,
     }

@@ -29,7 +29,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from leadcrm.conversations.jobs import APPLIED_EVENTS_RETENTION
+from leadcrm.conversations.jobs import APPLIED_EVENTS_RETENTION, WHATSAPP_STATUSES_RETENTION
 from leadcrm.directory.messages import HeldEventsReleased, MembershipLeftStaff
 from leadcrm.ingestion.jobs import CLAIMS_RETENTION
 from leadcrm.integrations.retention import DELIVERIES_RETENTION
@@ -167,6 +167,7 @@ RETAINED: tuple[Retention, ...] = (
     rate_limits.RETENTION,
     CLAIMS_RETENTION,
     APPLIED_EVENTS_RETENTION,
+    WHATSAPP_STATUSES_RETENTION,
     outbox.RETENTION,
     DELIVERIES_RETENTION,
 )

@@ -25,24 +25,21 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
-from sqlalchemy import Connection, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Connection, select
 
+from leadcrm.conversations.inbound import record_inbound_message
 from leadcrm.conversations.rules.inbound_email import InboundEmail, parse_inbound
-from leadcrm.conversations.rules.messages import Channel, ConversationStatus, Direction, MessageStatus
+from leadcrm.conversations.rules.messages import Channel
 from leadcrm.conversations.rules.reply_addresses import AddressKind, AddressTarget, parse_reply_address
 from leadcrm.conversations.sending import mark_contacted
-from leadcrm.conversations.tables import conversation_messages, conversations
+from leadcrm.conversations.tables import conversations
 from leadcrm.conversations.threads import find_or_create_thread
 from leadcrm.directory.rules import system_actor
 from leadcrm.leads.tables import leads
 from leadcrm.platform import clock, mail_keys
 from leadcrm.platform.adapters import s3
 from leadcrm.platform.adapters.aws import error_code
-from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
-from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED, DomainEvent
-from leadcrm.platform.ids import uuid7
 from leadcrm.tickets.email import open_or_update_ticket_from_email, organization_for_support_address
 
 logger = logging.getLogger(__name__)
@@ -159,58 +156,18 @@ def _thread_for(conn: Connection, target: AddressTarget) -> dict[str, Any] | Non
 
 
 def record_inbound(uow: UnitOfWork, thread: dict[str, Any], email: InboundEmail, external_id: str) -> InboundOutcome:
-    """recordInbound: idempotent on (channel, external message id); unread + 1 and re-open only when new."""
-    conn = uow.connection
-    message_id = conn.execute(
-        pg_insert(conversation_messages)
-        .values(
-            id=uuid7(),
-            organization_id=thread["organization_id"],
-            conversation_id=thread["id"],
-            direction=Direction.INBOUND.value,
-            channel=thread["channel"],
-            status=MessageStatus.RECEIVED.value,
-            subject=email.subject,
-            body=email.reply,
-            from_address=email.from_address,
-            external_message_id=external_id,
-            in_reply_to=email.in_reply_to,
-        )
-        .on_conflict_do_nothing(
-            index_elements=["channel", "external_message_id"],
-            index_where=(conversation_messages.c.direction == Direction.INBOUND.value)
-            & conversation_messages.c.external_message_id.is_not(None),
-        )
-        .returning(conversation_messages.c.id)
-    ).scalar_one_or_none()
+    """recordInbound for a mail (conversations.inbound.record_inbound_message)."""
+    message_id = record_inbound_message(
+        uow,
+        thread,
+        external_id=external_id,
+        body=email.reply,
+        subject=email.subject,
+        from_address=email.from_address,
+        in_reply_to=email.in_reply_to,
+    )
     if message_id is None:
         return InboundOutcome("duplicate", conversation_id=thread["id"])
-    conn.execute(
-        update(conversations)
-        .where(conversations.c.id == thread["id"])
-        .values(
-            unread_count=conversations.c.unread_count + 1,
-            status=ConversationStatus.OPEN.value,
-            last_message_at=sql_now(),
-            updated_at=sql_now(),
-        )
-    )
-    if thread["lead_id"] is not None:
-        conn.execute(update(leads).where(leads.c.id == thread["lead_id"]).values(last_inbound_at=sql_now()))
-    uow.add_event(
-        DomainEvent(
-            type=CONVERSATION_INBOUND_RECEIVED,
-            organization_id=thread["organization_id"],
-            aggregate_id=thread["id"],
-            payload={
-                "organizationId": str(thread["organization_id"]),
-                "conversationId": str(thread["id"]),
-                "leadId": str(thread["lead_id"]) if thread["lead_id"] else None,
-                "messageId": str(message_id),
-                "channel": thread["channel"],
-            },
-        )
-    )
     return InboundOutcome("recorded", conversation_id=thread["id"], message_id=message_id)
 
 

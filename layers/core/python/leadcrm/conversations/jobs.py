@@ -1,12 +1,12 @@
-"""Conversations' scheduled upkeep (the table of every job is leadcrm.wiring): how long the SES events
-applied are remembered (the bulk email and queued mail jobs keep their own names: bulk_email.py,
+"""Conversations' scheduled upkeep (the table of every job is leadcrm.wiring): how long the SES events and
+WhatsApp statuses applied are remembered (the bulk email and queued mail jobs keep their own names: bulk_email.py,
 queued_sweep.py)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from leadcrm.conversations.tables import ses_delivery_events
+from leadcrm.conversations.tables import ses_delivery_events, whatsapp_status_events
 from leadcrm.platform.retention import Retention
 
 # The consumer's dedup rows must outlive every redelivery of their event: EventBridge retries a target for
@@ -19,4 +19,16 @@ APPLIED_EVENTS_RETENTION = Retention(
     ses_delivery_events.c.received_at,
     APPLIED_EVENTS_KEPT_FOR,
     "longer than any redelivery of an SES event can arrive (24 h of EventBridge retries, 14 days of queues)",
+)
+
+# WhatsApp status webhooks kept once per (wamid, status) (conversations.whatsapp): a status is applied to its
+# message when it arrives or when the send's wamid is recorded, and never moves it backwards, so a row is
+# needed only while a redelivery or a late send answer may still come: Meta retries a webhook for up to 7
+# days, and a queue keeps a message 14. The message keeps what the statuses said (delivery_status).
+WHATSAPP_STATUSES_KEPT_FOR = timedelta(days=30)
+WHATSAPP_STATUSES_RETENTION = Retention(
+    whatsapp_status_events,
+    whatsapp_status_events.c.received_at,
+    WHATSAPP_STATUSES_KEPT_FOR,
+    "longer than Meta's webhook retries (7 days) and a queued send answer (14 days) can arrive",
 )

@@ -60,8 +60,11 @@ MESSAGE_DIRECTIONS = ("inbound", "outbound", "note")
 # re-sent); received for inbound; note for internal notes.
 MESSAGE_STATUSES = ("queued", "sent", "failed", "unknown", "received", "note")
 
-# What SES said after it took a mail (conversations.rules.delivery.DeliveryStatus), on messages and recipients.
+# What SES said after it took a mail (conversations.rules.delivery.DeliveryStatus), on messages and recipients;
+# a WhatsApp message's status webhooks (conversations.rules.whatsapp.WhatsAppStatus) add sent, read, failed.
 DELIVERY_STATUSES = ("delayed", "delivered", "rejected", "bounced", "complained")
+MESSAGE_DELIVERY_STATUSES = (*DELIVERY_STATUSES, "sent", "read", "failed")
+WHATSAPP_STATUSES = ("sent", "delivered", "read", "failed")
 
 # `bounce` and `complaint`: a suppression SES reported (conversations.delivery), never a staff choice.
 LEGAL_BASES = ("consent", "legitimate_interest", "contract", "legal_obligation", "bounce", "complaint")
@@ -136,11 +139,16 @@ conversation_messages = Table(
     # no attempt never reached SES and may be retried once; one with an attempt may have, and is not.
     Column("send_attempts", SmallInteger, nullable=False, server_default=text("0")),
     Column("send_claimed_at", DateTime(timezone=True)),
+    # An outbound WhatsApp message sent as an approved template (outside the 24-hour window): its name,
+    # language and body parameters; `body` holds the text the template renders to.
+    Column("template_name", Text),
+    Column("template_language", Text),
+    Column("template_parameters", JSONB),
     created_at_column(),
     CheckConstraint(one_of("direction", MESSAGE_DIRECTIONS), name="direction"),
     CheckConstraint(one_of("channel", CONVERSATION_CHANNELS), name="channel"),
     CheckConstraint(one_of("status", MESSAGE_STATUSES), name="status"),
-    CheckConstraint(one_of("delivery_status", DELIVERY_STATUSES), name="delivery_status"),
+    CheckConstraint(one_of("delivery_status", MESSAGE_DELIVERY_STATUSES), name="delivery_status"),
     Index("ix_conversation_messages_conversation_created", "conversation_id", "created_at", "id"),
     Index(
         "ix_conversation_messages_provider_message_id",
@@ -242,4 +250,38 @@ ses_delivery_events = Table(
     stamp_column("received_at"),
     PrimaryKeyConstraint("ses_message_id", "event_type", "occurred_at", name="pk_ses_delivery_events"),
     Index("ix_ses_delivery_events_received_at", "received_at"),
+)
+
+# WhatsApp status webhooks applied (conversations.whatsapp), one row per (wamid, status): a replay changes
+# nothing, and a status that arrives before the send recorded its wamid is held here and folded in then.
+whatsapp_status_events = Table(
+    "whatsapp_status_events",
+    metadata,
+    Column("wamid", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    org_column(),
+    Column("occurred_at", DateTime(timezone=True), nullable=False),
+    # A failed status's errors as WhatsApp sent them (code, title, message, details): no message text.
+    Column("error", JSONB),
+    stamp_column("received_at"),
+    CheckConstraint(one_of("status", WHATSAPP_STATUSES), name="status"),
+    PrimaryKeyConstraint("wamid", "status", name="pk_whatsapp_status_events"),
+    Index("ix_whatsapp_status_events_received_at", "received_at"),
+)
+
+# An organization's WhatsApp message templates as last synced from its WhatsApp Business account (the
+# templates sync): what staff pick from outside the 24-hour customer-service window.
+whatsapp_templates = Table(
+    "whatsapp_templates",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("business_account_id", Text, nullable=False),
+    Column("name", Text, nullable=False),
+    Column("language", Text, nullable=False),
+    Column("status", Text, nullable=False),
+    Column("category", Text),
+    Column("components", JSONB, nullable=False, server_default=text("'[]'::jsonb")),
+    stamp_column("synced_at"),
+    Index("uq_whatsapp_templates_org_name_language", "organization_id", "name", "language", unique=True),
 )

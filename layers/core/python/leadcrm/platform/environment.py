@@ -93,7 +93,9 @@ def aws_region() -> str:
 INGESTION_QUEUE_URL = Required(
     "INGESTION_QUEUE_URL", "the ingestion queue: webhook leads, fetched Meta leads and CSV import jobs"
 )
-GRAPH_FETCH_QUEUE_URL = Required("GRAPH_FETCH_QUEUE_URL", "the queue of Meta leadgen webhooks graph_fetch reads")
+GRAPH_FETCH_QUEUE_URL = Required(
+    "GRAPH_FETCH_QUEUE_URL", "the queue graph_fetch reads: Meta leadgen webhooks, WhatsApp sends and template syncs"
+)
 WEBHOOK_DELIVERY_QUEUE_URL = Required(
     "WEBHOOK_DELIVERY_QUEUE_URL", "the queue of signed outbound webhook deliveries webhook_delivery sends"
 )

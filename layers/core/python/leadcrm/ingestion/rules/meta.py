@@ -208,6 +208,7 @@ class WhatsAppMessage:
     profile_name: str | None
     text: str | None
     referral: Referral | None = field(default=None)
+    message_type: str | None = None  # text, image, audio, … (what the thread shows of a message without text)
 
     @property
     def external_ref(self) -> str:
@@ -247,6 +248,62 @@ def whatsapp_messages(payload: dict[str, Any]) -> list[WhatsAppMessage]:
                         profile_name=(profiles.get(wa_id) or None),
                         text=_message_text(message),
                         referral=_referral(message.get("referral")),
+                        message_type=_text(message.get("type")),
+                    )
+                )
+    return found
+
+
+@dataclass(frozen=True)
+class WhatsAppStatusUpdate:
+    """One status webhook of an outbound message: its wamid, `sent` / `delivered` / `read` / `failed`, when
+    (WhatsApp's own timestamp, epoch seconds) and, for a failure, its errors (codes and titles, no text)."""
+
+    phone_number_id: str
+    wamid: str
+    status: str
+    timestamp: int | None
+    errors: tuple[dict[str, Any], ...] = ()
+
+
+WHATSAPP_STATUS_VALUES = frozenset({"sent", "delivered", "read", "failed"})
+ERROR_FIELDS = ("code", "title", "message", "href")
+
+
+def whatsapp_statuses(payload: dict[str, Any]) -> list[WhatsAppStatusUpdate]:
+    """The status updates of a WhatsApp Cloud webhook; unknown statuses (`deleted`, …) are left out."""
+    found = []
+    for entry in _dicts(payload.get("entry")):
+        for change in _dicts(entry.get("changes")):
+            value = change.get("value")
+            if change.get("field") != "messages" or not isinstance(value, dict):
+                continue
+            phone_number_id = _text((value.get("metadata") or {}).get("phone_number_id"))
+            for status in _dicts(value.get("statuses")):
+                wamid, state = _text(status.get("id")), _text(status.get("status"))
+                if not (phone_number_id and wamid and state in WHATSAPP_STATUS_VALUES):
+                    continue
+                timestamp = _text(status.get("timestamp"))
+                errors = tuple(
+                    {
+                        k: _text(error[k]) if isinstance(error[k], str) else error[k]
+                        for k in ERROR_FIELDS
+                        if isinstance(error.get(k), str | int) and not isinstance(error[k], bool)
+                    }
+                    | (
+                        {"details": str(error["error_data"].get("details"))[:500]}
+                        if isinstance(error.get("error_data"), dict) and error["error_data"].get("details")
+                        else {}
+                    )
+                    for error in _dicts(status.get("errors"))
+                )
+                found.append(
+                    WhatsAppStatusUpdate(
+                        phone_number_id=phone_number_id,
+                        wamid=wamid,
+                        status=str(state),
+                        timestamp=int(timestamp) if timestamp and timestamp.isdigit() else None,
+                        errors=errors,
                     )
                 )
     return found

@@ -37,3 +37,16 @@ def forward_to_graph_fetch(body: dict[str, Any]) -> str:
         MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
     )
     return str(response["MessageId"])
+
+
+def to_graph_fetch(kind: str, payload: dict[str, Any]) -> str:
+    """A request for the graph_fetch function (outside the VPC), e.g. a WhatsApp send or templates sync."""
+    url = os.environ.get("GRAPH_FETCH_QUEUE_URL")
+    if not url:
+        raise RuntimeError("GRAPH_FETCH_QUEUE_URL is not set")
+    response = client("sqs").send_message(
+        QueueUrl=url,
+        MessageBody=json.dumps({"kind": kind, **payload}),
+        MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
+    )
+    return str(response["MessageId"])
