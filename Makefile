@@ -134,7 +134,7 @@ migrate: install  ## applies migrations to DATABASE_URL (or DB_* settings)
 	$(BIN)/python -m leadcrm.platform.db.migrate
 
 QUEUE ?= ingestion
-redrive: install  ## moves the messages of a DLQ back to its queue in AWS (QUEUE=ingestion|task-lifecycle|graph-fetch|webhook-delivery; --status: python -m infra.redrive --status)
+redrive: install  ## moves the messages of a DLQ back to its queue in AWS (QUEUE=ingestion|task-lifecycle|graph-fetch|meta-events|webhook-delivery; --status: python -m infra.redrive --status)
 	$(BIN)/python -m infra.redrive --queue $(QUEUE)
 
 clean:

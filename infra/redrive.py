@@ -1,7 +1,7 @@
 """Re-drive a dead-letter queue to the queue it came from (SQS StartMessageMoveTask). `make redrive`.
 
-    python -m infra.redrive [--queue ingestion|task-lifecycle|graph-fetch|webhook-delivery] [--stack LeadCrmStack]
-                            [--max-per-second N]
+    python -m infra.redrive [--queue ingestion|task-lifecycle|graph-fetch|meta-events|webhook-delivery]
+                            [--stack LeadCrmStack] [--max-per-second N]
     python -m infra.redrive --status            # the DLQ's move tasks (progress, failures)
 
 Fix the cause first (deploy, reconnect a page, ...): the consumers are idempotent, so a message that had
@@ -19,6 +19,7 @@ DLQ_PREFIXES = {
     "ingestion": "MessagingIngestionDeadLetterQueue",
     "task-lifecycle": "MessagingTaskLifecycleDeadLetterQueue",
     "graph-fetch": "MessagingGraphFetchDeadLetterQueue",
+    "meta-events": "MetaConversionsMetaEventsDeadLetterQueue",
     "webhook-delivery": "OutboundWebhooksWebhookDeliveryDeadLetterQueue",
 }
 

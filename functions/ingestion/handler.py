@@ -28,6 +28,7 @@ processor = BatchProcessor(event_type=EventType.SQS)
 PROCESSORS: dict[str, Callable[[dict[str, Any], Any], None]] = {
     "meta.lead": processors.meta_lead,
     "meta.leadgen": processors.meta_leadgen,
+    "meta.crm_event_result": processors.meta_crm_event_result,
     "whatsapp": processors.whatsapp,
     "whatsapp.sent": processors.whatsapp_sent,
     "whatsapp.templates": processors.whatsapp_templates,

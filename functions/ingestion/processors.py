@@ -54,6 +54,17 @@ def meta_leadgen(body: dict[str, Any], context: Any) -> None:
     logger.info("leadgen webhook forwarded to graph-fetch", extra={"forwardedMessageId": message_id})
 
 
+def meta_crm_event_result(body: dict[str, Any], context: Any) -> None:
+    """Meta's answer to a CRM event the meta_events function sent: kept on the event and the lead's timeline."""
+    from leadcrm.ingestion.meta_crm_events import record_result
+    from leadcrm.platform.db.uow import UnitOfWork
+
+    with reading("meta.crm_event_result message"), UnitOfWork() as uow:
+        recorded = record_result(uow.connection, body)
+        uow.commit()
+    logger.info("CRM event answer", extra={"crmEventId": body.get("crmEventId"), "recorded": recorded})
+
+
 def whatsapp(body: dict[str, Any], context: Any) -> None:
     """G7: every inbound message of a WhatsApp Cloud webhook (organic ones are dropped and counted), then
     the webhook's messages and statuses in the conversations (`whatsapp_conversations`)."""

@@ -14,6 +14,7 @@ from infra.leadcrm_constructs.functions import LambdaFunctions
 from infra.leadcrm_constructs.http_api import ApiSettings, LeadCrmApi
 from infra.leadcrm_constructs.lead_ingestion import LeadIngestion
 from infra.leadcrm_constructs.messaging import Messaging, WorkQueue
+from infra.leadcrm_constructs.meta_conversions import MetaConversions
 from infra.leadcrm_constructs.migrations import Migrations
 from infra.leadcrm_constructs.network import Network
 from infra.leadcrm_constructs.observability import Observability
@@ -37,6 +38,7 @@ __all__ = [
     "LeadCrmApi",
     "LeadIngestion",
     "Messaging",
+    "MetaConversions",
     "Migrations",
     "Network",
     "Observability",

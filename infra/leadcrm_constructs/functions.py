@@ -1,4 +1,4 @@
-"""Functions: the eight Lambda functions, built from one code asset rooted at ``functions/``.
+"""Functions: the nine Lambda functions, built from one code asset rooted at ``functions/``.
 
 Every function gets the same runtime, architecture, layers (core, dependencies: their files do not
 overlap), tracing, log retention and Powertools settings; only the handler, size and network placement
@@ -8,7 +8,7 @@ resources, so a capability can be read (and later removed) in one file. Each fun
 variables it needs when it starts (functions/<name>/settings.py; tests/infra/platform/test_infra_settings.py
 holds each list to what the stack sets). The variables the code reads, and who sets them:
 
-- all seven: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` and
+- all nine: ``POWERTOOLS_SERVICE_NAME``, ``POWERTOOLS_METRICS_NAMESPACE``, ``LOG_LEVEL`` and
   ``POWERTOOLS_TRACER_CAPTURE_RESPONSE`` / ``_ERROR`` off (this construct): a traced function's return value
   or error message can hold PII, and traces, like logs, carry ids only (leadcrm.platform.telemetry);
 - api, ingestion, task_lifecycle: ``DB_AUTH_MODE``, ``DB_HOST``, ``DB_PORT``, ``DB_NAME``, ``DB_USER``,
@@ -18,8 +18,11 @@ holds each list to what the stack sets). The variables the code reads, and who s
 - api: also ``INGESTION_QUEUE_URL`` and ``GRAPH_FETCH_QUEUE_URL`` (``Messaging``: CSV imports, WhatsApp sends);
 - graph_fetch: ``INGESTION_QUEUE_URL`` (``Messaging``) and ``INTEGRATION_SECRET_PREFIX`` (``LeadIngestion``);
   ``META_GRAPH_BASE_URL`` is left to its default (the Graph API);
+- meta_events: ``INGESTION_QUEUE_URL`` and ``INTEGRATION_SECRET_PREFIX`` (``MetaConversions``);
+  ``META_GRAPH_BASE_URL`` is left to its default;
 - webhook_delivery: ``EVENT_BUS_NAME`` (``OutboundWebhooks``: it reports each attempt on the bus);
-- api, task_lifecycle: ``WEBHOOK_DELIVERY_QUEUE_URL`` (``OutboundWebhooks``);
+- api, task_lifecycle: ``WEBHOOK_DELIVERY_QUEUE_URL`` (``OutboundWebhooks``); task_lifecycle also
+  ``META_EVENTS_QUEUE_URL`` (``MetaConversions``);
 - migrations: the ``DB_*`` settings (``Database``, through ``Migrations``) and ``MIGRATIONS_HASH``;
 - admin: the ``DB_*`` settings and ``EVENT_BUS_NAME`` (the stack grants them: it writes as the consumers do).
 """
@@ -97,6 +100,16 @@ GRAPH_FETCH = FunctionSpec(
     timeout=Duration.seconds(60),
     in_vpc=False,
 )
+# Outside the VPC, for the same reason as graph_fetch: it POSTs CRM events to the Conversions API. No database:
+# task_lifecycle queues each event once it has checked it may go; Meta's answer goes back by the ingestion queue.
+META_EVENTS = FunctionSpec(
+    construct_id="MetaEvents",
+    handler="meta_events.handler.lambda_handler",
+    description="LeadCRM Meta Conversions API for CRM: send CRM events to Meta, queue Meta's answers",
+    memory_size=256,
+    timeout=Duration.seconds(60),
+    in_vpc=False,
+)
 # Outside the VPC: it posts signed outbound webhooks to the organizations' endpoints on the internet (the VPC
 # has no NAT gateway) and touches no database; it reports each result on the bus. 90 s: a batch of 5 posts at
 # 5 s to connect and 10 s to answer each (OutboundWebhooks.BATCH_SIZE).
@@ -136,11 +149,22 @@ ADMIN = FunctionSpec(
     timeout=Duration.seconds(30),
     in_vpc=True,
 )
-FUNCTION_SPECS = (API, WEBHOOKS, INGESTION, GRAPH_FETCH, WEBHOOK_DELIVERY, TASK_LIFECYCLE, MIGRATIONS, ADMIN)
+FUNCTION_SPECS = (
+    API,
+    WEBHOOKS,
+    INGESTION,
+    GRAPH_FETCH,
+    META_EVENTS,
+    WEBHOOK_DELIVERY,
+    TASK_LIFECYCLE,
+    MIGRATIONS,
+    ADMIN,
+)
 
 
 class LambdaFunctions(Construct):
-    """The api, webhooks, ingestion, graph_fetch, webhook_delivery, task_lifecycle, migrations and admin functions."""
+    """The api, webhooks, ingestion, graph_fetch, meta_events, webhook_delivery, task_lifecycle, migrations and
+    admin functions."""
 
     def __init__(
         self,
@@ -163,6 +187,7 @@ class LambdaFunctions(Construct):
         self.webhooks = self._function(WEBHOOKS)
         self.ingestion = self._function(INGESTION)
         self.graph_fetch = self._function(GRAPH_FETCH)
+        self.meta_events = self._function(META_EVENTS)
         self.webhook_delivery = self._function(WEBHOOK_DELIVERY)
         self.task_lifecycle = self._function(TASK_LIFECYCLE)
         self.migrations = self._function(MIGRATIONS)
@@ -204,7 +229,15 @@ class LambdaFunctions(Construct):
     @property
     def traffic(self) -> list[lambda_.Function]:
         """Functions that serve requests and messages (what migrations must run before)."""
-        return [self.api, self.webhooks, self.ingestion, self.graph_fetch, self.webhook_delivery, self.task_lifecycle]
+        return [
+            self.api,
+            self.webhooks,
+            self.ingestion,
+            self.graph_fetch,
+            self.meta_events,
+            self.webhook_delivery,
+            self.task_lifecycle,
+        ]
 
     @property
     def all(self) -> list[lambda_.Function]:

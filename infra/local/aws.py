@@ -17,8 +17,9 @@ EVENT_BUS = "leadcrm-events"
 INGESTION_QUEUE = "leadcrm-ingestion"
 TASK_LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"
 GRAPH_FETCH_QUEUE = "leadcrm-graph-fetch"
+META_EVENTS_QUEUE = "leadcrm-meta-events"
 WEBHOOK_DELIVERY_QUEUE = "leadcrm-webhook-delivery"
-WORK_QUEUES = (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE, GRAPH_FETCH_QUEUE, WEBHOOK_DELIVERY_QUEUE)
+WORK_QUEUES = (INGESTION_QUEUE, TASK_LIFECYCLE_QUEUE, GRAPH_FETCH_QUEUE, META_EVENTS_QUEUE, WEBHOOK_DELIVERY_QUEUE)
 INBOUND_BUCKET = "leadcrm-inbound-mail"
 INBOUND_PREFIX = "inbound/"
 IMPORTS_BUCKET = "leadcrm-lead-imports"
@@ -48,6 +49,10 @@ class LocalAws:
     @property
     def graph_fetch_queue_url(self) -> str:
         return self.queues[GRAPH_FETCH_QUEUE]
+
+    @property
+    def meta_events_queue_url(self) -> str:
+        return self.queues[META_EVENTS_QUEUE]
 
     @property
     def webhook_delivery_queue_url(self) -> str:

@@ -45,6 +45,7 @@ DEFAULT_CONCURRENCY = {
     "webhooks": 2,
     "ingestion": 2,
     "graph_fetch": 2,
+    "meta_events": 1,
     "webhook_delivery": 2,
     "task_lifecycle": 2,
 }

@@ -1,9 +1,12 @@
-"""Meta Graph's lead endpoint, on this machine: what the graph_fetch function reads a leadgen id from.
+"""Meta Graph on this machine: the lead endpoint graph_fetch reads a leadgen id from, and the Conversions API
+endpoint meta_events sends CRM events to.
 
 `POST /_local/graph/leads` registers a test lead (the body is the lead as Graph returns it: `id`,
 `field_data`, `ad_id`, `form_id`, `campaign_name`, `platform`, ...); `GET /_local/graph/<leadgen id>` answers
-it as Graph would, to a request with a bearer token. The local stack points META_GRAPH_BASE_URL here; the
-tests serve the same registry from a server of their own.
+it as Graph would, to a request with a bearer token. `POST /_local/graph/<dataset id>/events` `{"data": [...]}`
+records each event and answers as Meta does (`events_received`, `fbtrace_id`); `GET /_local/meta/events` lists
+what was recorded, oldest first. The local stack points META_GRAPH_BASE_URL here; the tests serve the same
+registry from a server of their own.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ NO_SUCH_LEAD = {
     "error": {"message": "Unsupported get request. Object does not exist.", "type": "GraphMethodException", "code": 100}
 }
 
+INVALID_EVENTS = {
+    "error": {"message": "(#100) Invalid parameter", "type": "OAuthException", "code": 100, "fbtrace_id": "local"}
+}
+
 
 class LocalGraph:
     def __init__(self, registry: faults.FaultRegistry | None = None) -> None:
@@ -32,6 +39,7 @@ class LocalGraph:
         self._lock = threading.Lock()
         self._errors: dict[str, tuple[int, dict[str, Any]]] = {}
         self.requests: list[tuple[str, str | None]] = []  # (leadgen id, token) of every read, oldest first
+        self.events: list[dict[str, Any]] = []  # every CRM event received, oldest first
 
     def fail(self, leadgen_id: str, status: int, code: int = 2) -> None:
         """Answer this leadgen id with a Graph error (e.g. 500 code 2, "service temporarily unavailable")."""
@@ -65,6 +73,26 @@ class LocalGraph:
             return 400, NO_SUCH_LEAD
         return 200, lead
 
+    def receive_events(self, dataset_id: str, authorization: str | None, body: Any) -> tuple[int, dict[str, Any]]:
+        """(status, body) as the Conversions API answers `POST /<dataset id>/events` `{"data": [...]}`."""
+        token = authorization[7:] if authorization and authorization.lower().startswith("bearer ") else None
+        fault = self.faults.take("graph")
+        if fault is not None:
+            return faults.graph_error(fault)
+        if not token:
+            return 401, NO_TOKEN
+        data = body.get("data") if isinstance(body, dict) else None
+        if not dataset_id.isdigit() or not isinstance(data, list) or not data:
+            return 400, INVALID_EVENTS
+        with self._lock:
+            for event in data:
+                self.events.append({"datasetId": dataset_id, "event": event})
+        return 200, {"events_received": len(data), "messages": [], "fbtrace_id": f"local-{len(self.events)}"}
+
+    def recorded_events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [dict(e) for e in self.events]
+
 
 @contextmanager
 def serve(graph: LocalGraph) -> Iterator[str]:
@@ -75,6 +103,24 @@ def serve(graph: LocalGraph) -> Iterator[str]:
             leadgen_id = urlsplit(self.path).path.rsplit("/", 1)[-1]
             status, body = graph.read(leadgen_id, self.headers.get("authorization"))
             payload = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            parts = urlsplit(self.path).path.rstrip("/").split("/")
+            length = int(self.headers.get("content-length") or 0)
+            try:
+                body = json.loads(self.rfile.read(length) or b"{}")
+            except ValueError:
+                body = None
+            if len(parts) >= 2 and parts[-1] == "events":
+                status, answer = graph.receive_events(parts[-2], self.headers.get("authorization"), body)
+            else:
+                status, answer = 400, INVALID_EVENTS
+            payload = json.dumps(answer).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(payload)))

@@ -1,4 +1,4 @@
-"""The five traffic functions, invoked the way Lambda invokes them: their handlers, paths and context.
+"""The six traffic functions, invoked the way Lambda invokes them: their handlers, paths and context.
 
 `LocalLambdas` runs them in the calling process, one invocation at a time per function (a Lambda container
 runs one at a time, and the handlers rely on that: the HTTP resolver keeps the current event on the app).
@@ -25,6 +25,7 @@ HANDLERS = {
     "webhooks": "webhooks.handler",
     "ingestion": "ingestion.handler",
     "graph_fetch": "graph_fetch.handler",
+    "meta_events": "meta_events.handler",
     "webhook_delivery": "webhook_delivery.handler",
     "task_lifecycle": "task_lifecycle.handler",
 }

@@ -93,7 +93,7 @@ class LocalStack:
         self.authorizer: JwtAuthorizer
         self.pollers: list[QueuePoller] = []
         self.scheduler = Scheduler(self.lambdas, JOB_RATES_SECONDS)
-        self.graph = LocalGraph(faults.registry)  # Meta Graph's lead endpoint, for the graph_fetch function
+        self.graph = LocalGraph(faults.registry)  # Meta Graph: leads for graph_fetch, CRM events from meta_events
         self.whatsapp = LocalWhatsApp(faults.registry)  # the WhatsApp Cloud API under it (infra/local/whatsapp.py)
 
     # --- lifecycle -------------------------------------------------------------------------------------
@@ -119,6 +119,7 @@ class LocalStack:
         self.resources = aws.provision()
         os.environ["INGESTION_QUEUE_URL"] = self.resources.ingestion_queue_url
         os.environ["GRAPH_FETCH_QUEUE_URL"] = self.resources.graph_fetch_queue_url
+        os.environ["META_EVENTS_QUEUE_URL"] = self.resources.meta_events_queue_url
         os.environ["WEBHOOK_DELIVERY_QUEUE_URL"] = self.resources.webhook_delivery_queue_url
         # Outbound webhooks may reach a receiver on this machine (README "Outbound webhooks"); never in AWS.
         os.environ.setdefault("WEBHOOK_ALLOW_PRIVATE_HOSTS", LOCAL_WEBHOOK_ALLOW_PRIVATE_HOSTS)
@@ -142,6 +143,7 @@ class LocalStack:
         self.lambdas.start()  # the environment is complete: the containers take it as it is now (warming up)
         self.pollers = [
             QueuePoller(self.lambdas, "graph_fetch", self.resources.graph_fetch_queue_url),
+            QueuePoller(self.lambdas, "meta_events", self.resources.meta_events_queue_url),
             QueuePoller(self.lambdas, "webhook_delivery", self.resources.webhook_delivery_queue_url),
             QueuePoller(self.lambdas, "ingestion", self.resources.ingestion_queue_url),
             QueuePoller(self.lambdas, "task_lifecycle", self.resources.task_lifecycle_queue_url),
@@ -168,6 +170,13 @@ class LocalStack:
     # --- HTTP ------------------------------------------------------------------------------------------
     def dispatch(self, method: str, path: str, query: str, headers: dict[str, str], body: bytes) -> Reply:
         headers = {k.lower(): v for k, v in headers.items()}
+        if method == "POST" and path.startswith(GRAPH_PREFIX) and path.endswith("/events"):
+            dataset_id = path.removeprefix(GRAPH_PREFIX).removesuffix("/events")
+            try:
+                sent = json.loads(body or b"{}")
+            except ValueError:
+                sent = None
+            return _json(*self.graph.receive_events(dataset_id, headers.get("authorization"), sent))
         if path.startswith(GRAPH_PREFIX) and path.endswith(("/messages", "/message_templates")):
             return self.whatsapp_graph(method, path, headers, body)
         if method == "GET" and path.startswith(GRAPH_PREFIX):
@@ -445,6 +454,10 @@ class LocalStack:
             return _error(400, "VALIDATION_FAILED", "Send the lead as Graph returns it, with a string id.")
         return _json(201, {"data": {"id": lead_id}})
 
+    def meta_events(self, data: dict[str, Any]) -> Reply:
+        """The CRM events the local Conversions API received, oldest first."""
+        return _json(200, {"data": self.graph.recorded_events()})
+
     def whatsapp_graph(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Reply:
         """The Cloud API's send and template list, under the local Graph (infra/local/whatsapp.py)."""
         account = path.removeprefix(GRAPH_PREFIX).split("/")[0]
@@ -509,6 +522,7 @@ LOCAL_ROUTES = {
     ("POST", "/_local/events"): LocalStack.put_event,
     ("POST", "/_local/tick"): LocalStack.tick,
     ("POST", "/_local/graph/leads"): LocalStack.register_graph_lead,
+    ("GET", "/_local/meta/events"): LocalStack.meta_events,
     ("GET", "/_local/whatsapp/sent"): LocalStack.list_whatsapp_sent,
     ("POST", "/_local/whatsapp/templates"): LocalStack.register_whatsapp_templates,
     ("GET", "/_local/idle"): LocalStack.idle,

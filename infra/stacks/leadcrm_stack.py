@@ -21,6 +21,7 @@ from infra.leadcrm_constructs import (
     LeadCrmApi,
     LeadIngestion,
     Messaging,
+    MetaConversions,
     Migrations,
     Network,
     Observability,
@@ -135,6 +136,15 @@ class LeadCrmStack(Stack):
             graph_fetch=functions.graph_fetch,
             dashboard_origin=config.api.dashboard_origin,
         )
+        # Conversions API for CRM: task_lifecycle queues checked CRM events, meta_events sends them to Meta and
+        # queues Meta's answers for ingestion (the lead's timeline).
+        meta_conversions = MetaConversions(
+            self,
+            "MetaConversions",
+            sender=functions.meta_events,
+            producers=[functions.task_lifecycle],
+            results_queue=messaging.ingestion.queue,
+        )
         alarm_topic = AlarmTopic(self, "AlarmTopic", subscribers=config.alarm_subscriptions)
         observability = Observability(
             self,
@@ -142,7 +152,7 @@ class LeadCrmStack(Stack):
             topic=alarm_topic,
             functions=functions,
             http_api=api.http_api,
-            work_queues=[*messaging.work_queues, outbound_webhooks.delivery],
+            work_queues=[*messaging.work_queues, meta_conversions.events, outbound_webhooks.delivery],
             database=self.database,
         )
 

@@ -83,6 +83,7 @@ HANDLERS = {
     "webhooks": "webhooks.handler.lambda_handler",
     "ingestion": "ingestion.handler.lambda_handler",
     "graph_fetch": "graph_fetch.handler.lambda_handler",
+    "meta_events": "meta_events.handler.lambda_handler",
     "webhook_delivery": "webhook_delivery.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
     "migrations": "migrations.handler.lambda_handler",

@@ -19,6 +19,7 @@ from tests.support.events import lambda_context
 LIFECYCLE_QUEUE = "leadcrm-task-lifecycle"
 INGESTION_QUEUE = "leadcrm-ingestion"
 GRAPH_FETCH_QUEUE = "leadcrm-graph-fetch"
+META_EVENTS_QUEUE = "leadcrm-meta-events"
 META_APP_SECRET = "test-meta-app-secret"
 META_VERIFY_TOKEN = "test-meta-verify-token"
 
@@ -74,6 +75,14 @@ def graph_fetch_queue(monkeypatch: pytest.MonkeyPatch) -> Queue:
     """The queue of leadgen webhooks graph_fetch consumes; GRAPH_FETCH_QUEUE_URL names it."""
     queue = make_queue(GRAPH_FETCH_QUEUE)
     monkeypatch.setenv("GRAPH_FETCH_QUEUE_URL", queue.url)
+    return queue
+
+
+@pytest.fixture
+def meta_events_queue(monkeypatch: pytest.MonkeyPatch) -> Queue:
+    """The queue of CRM events task_lifecycle hands to meta_events; META_EVENTS_QUEUE_URL names it."""
+    queue = make_queue(META_EVENTS_QUEUE)
+    monkeypatch.setenv("META_EVENTS_QUEUE_URL", queue.url)
     return queue
 
 

@@ -10,6 +10,7 @@ from tests.integration.conftest import (  # noqa: F401 - fixtures shared with th
     graph_fetch_queue,
     ingestion_queue,
     lifecycle_queue,
+    meta_events_queue,
     meta_secrets,
     private_engine,
 )

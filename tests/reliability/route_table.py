@@ -269,6 +269,21 @@ ROUTES.update(
         "DELETE /organizations/{orgId}/integrations/meta/{connectionId}": Row(
             MANAGER, 200, lambda w: Req({"connectionId": w.connection("meta")})
         ),
+        "GET /organizations/{orgId}/integrations/meta/{connectionId}/crm-events": Row(
+            MANAGER, 200, lambda w: Req({"connectionId": w.connection("meta")})
+        ),
+        "PUT /organizations/{orgId}/integrations/meta/{connectionId}/crm-events": Row(
+            MANAGER,
+            200,
+            lambda w: Req(
+                {"connectionId": w.connection("meta")},
+                body={
+                    "datasetId": "1234567890123456",
+                    "enabled": True,
+                    "stageEventNames": {w.stage_of(w.default_pipeline(), "contacted"): "Qualified Lead"},
+                },
+            ),
+        ),
         "POST /organizations/{orgId}/integrations/whatsapp": Row(
             MANAGER,
             201,

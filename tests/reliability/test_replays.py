@@ -54,6 +54,7 @@ class Stage:
     ingestion: Queue
     graph_fetch: Queue
     graph: LocalGraph
+    meta_events: Queue | None = None
 
 
 @dataclass(frozen=True)
@@ -713,6 +714,76 @@ def _ses_event(kind: str) -> Callable[[Stage], Delivery]:
     return prepare
 
 
+# -- Conversions API for CRM: the settings PUT, the CRM event of a Meta lead's status change, its hand-off ------
+
+
+def _meta_crm_lead(stage: Stage) -> tuple[OrgWorld, str, str]:
+    """A Meta lead of a page whose CRM events are on, its lead.created already handled; (world, lead, page)."""
+    from tests.support.ingestion_helpers import fresh_id, graph_lead, leadgen_payload
+
+    world, page_id, leadgen_id = make_world(), fresh_id(), fresh_id()
+    connection = world.api("POST", "/integrations/meta", body={"pageId": page_id, "accessToken": "page-token-1234"})
+    world.api("PUT", f"/integrations/meta/{connection.data['id']}/crm-events",
+              body={"datasetId": "1234567890123456", "enabled": True})  # fmt: skip
+    stage.graph.register(graph_lead(leadgen_id, email=f"{leadgen_id}@example.com", phone=None))
+    meta_delivery(stage, leadgen_payload(page_id, leadgen_id))()
+    lead_id = str(_scalar("SELECT lead_id FROM ingested_events WHERE external_ref = :r", r=leadgen_id))
+    for message in stage.lifecycle.receive_all():  # lead.created: recorded, handed over
+        _to_task_lifecycle(sqs_record_from_message(message, queue_name=stage.lifecycle.name))()
+    for message in stage.lifecycle.receive_all():
+        _to_task_lifecycle(sqs_record_from_message(message, queue_name=stage.lifecycle.name))()
+    return world, lead_id, connection.data["id"]
+
+
+def _crm_rows(lead_id: str) -> tuple[int, ...]:
+    return (
+        _count("SELECT count(*) FROM meta_crm_events WHERE lead_id = :l", l=lead_id),
+        _count("SELECT count(*) FROM meta_crm_events WHERE lead_id = :l AND status = 'queued'", l=lead_id),
+        _count("SELECT count(*) FROM outbox WHERE aggregate_id = :l AND type = 'lead.crm_event_recorded'", l=lead_id),
+    )
+
+
+def _meta_crm_settings(_: Stage) -> Delivery:
+    """PUT replaces the settings whole: the same settings again write nothing, not even updated_at."""
+    world = make_world()
+    connection_id = world.connection("meta")
+    path = f"/organizations/{world.id}/integrations/meta/{connection_id}/crm-events"
+
+    def deliver() -> int:
+        body = {"datasetId": "1234567890123456", "enabled": True, "sendHashedContact": True}
+        return _accepted(call_api("PUT", path, sub=world.owner, body=body), 200).status
+
+    def effect() -> tuple[int, ...]:
+        rows = _count("SELECT count(*) FROM meta_crm_settings WHERE organization_id = :o", o=world.id)
+        stamp = _scalar("SELECT max(updated_at) FROM meta_crm_settings WHERE organization_id = :o", o=world.id)
+        return (rows, int(stamp.timestamp() * 1_000_000) if stamp else 0)
+
+    return Delivery(deliver, effect)
+
+
+def _meta_lead_status_changed(stage: Stage) -> Delivery:
+    """A Meta lead's move: one CRM event, however often the status change is delivered."""
+    world, lead_id, _ = _meta_crm_lead(stage)
+    world.api("PATCH", f"/leads/{lead_id}", body={"status": "contacted"})
+    record = _published(stage.lifecycle, "lead.status_changed", lead_id)
+    return Delivery(_to_task_lifecycle(record), lambda: _crm_rows(lead_id))
+
+
+def _crm_event_recorded(stage: Stage) -> Delivery:
+    """The hand-off to the sender: queued once, however often lead.crm_event_recorded is delivered."""
+    world, lead_id, _ = _meta_crm_lead(stage)
+    world.api("PATCH", f"/leads/{lead_id}", body={"status": "contacted"})
+    _to_task_lifecycle(_published(stage.lifecycle, "lead.status_changed", lead_id))()
+    record = _published(stage.lifecycle, "lead.crm_event_recorded", lead_id)
+    assert stage.meta_events is not None
+
+    def effect() -> tuple[int, ...]:
+        stamp = _scalar("SELECT max(updated_at) FROM meta_crm_events WHERE lead_id = :l", l=lead_id)
+        return (*_crm_rows(lead_id), int(stamp.timestamp() * 1_000_000))
+
+    return Delivery(_to_task_lifecycle(record), effect)
+
+
 def _webhook_subscription(world: Any) -> str:
     body = {"url": "https://93.184.216.34/hook", "eventTypes": ["lead.created"]}
     return str(_accepted(world.api("POST", "/webhook-subscriptions", body=body), 201).data["id"])
@@ -781,6 +852,9 @@ ENTRIES = [
     Entry("task_lifecycle: membership.updated", _directory_event("membership.updated")),
     Entry("task_lifecycle: membership.deleted", _directory_event("membership.deleted")),
     Entry("task_lifecycle: conversation.inbound_received", _inbound_received),
+    Entry("task_lifecycle: lead.status_changed of a Meta lead (CRM event)", _meta_lead_status_changed),
+    Entry("task_lifecycle: lead.crm_event_recorded", _crm_event_recorded),
+    Entry("api: Meta CRM events settings PUT", _meta_crm_settings),
     Entry("task_lifecycle: Email Sent", _ses_event("send")),
     Entry("task_lifecycle: Email Delivered", _ses_event("delivery")),
     Entry("task_lifecycle: Email Bounced", _ses_event("bounce")),
@@ -804,7 +878,12 @@ ENTRIES = [
 
 @pytest.fixture
 def stage(
-    lifecycle_queue: Queue, ingestion_queue: Queue, graph_fetch_queue: Queue, meta_secrets, monkeypatch
+    lifecycle_queue: Queue,
+    ingestion_queue: Queue,
+    graph_fetch_queue: Queue,
+    meta_events_queue: Queue,
+    meta_secrets,
+    monkeypatch,
 ) -> Iterator[Stage]:
     """The bus and the task_lifecycle queue behind it (the API's events are published after commit), the
     ingestion queue the webhook receiver feeds, Graph, the inbound mail bucket and a verified sender."""
@@ -814,7 +893,7 @@ def stage(
     verify_sender()
     make_inbound_bucket()
     with graph_stand_in(monkeypatch) as graph:
-        yield Stage(lifecycle_queue, ingestion_queue, graph_fetch_queue, graph)
+        yield Stage(lifecycle_queue, ingestion_queue, graph_fetch_queue, graph, meta_events_queue)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=str)

@@ -13,11 +13,18 @@ from aws_lambda_powertools.event_handler.openapi.params import Body
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 
 from api.http import caller, entity_id, json_response
-from api.ingestion.schemas_ingestion import Connection, ConnectMetaBody, ConnectWhatsAppBody
+from api.ingestion.schemas_ingestion import (
+    Connection,
+    ConnectMetaBody,
+    ConnectWhatsAppBody,
+    MetaCrmEvents,
+    MetaCrmEventsBody,
+)
 from api.operations import MANAGER, Operations
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.ingestion.connections import connect, disconnect, list_connections
+from leadcrm.ingestion.meta_crm import CrmSettings, get_settings, put_settings
 from leadcrm.ingestion.rules.meta import META_PROVIDER, WHATSAPP_PROVIDER
 from leadcrm.platform.db.uow import UnitOfWork
 
@@ -87,6 +94,52 @@ def meta_connections(orgId: str) -> ListEnvelope[Connection]:
 )
 def disconnect_meta(orgId: str, connectionId: str) -> Envelope[Connection]:
     return _disconnect(orgId, META_PROVIDER, connectionId)
+
+
+@ops.get(
+    "/organizations/<orgId>/integrations/meta/<connectionId>/crm-events",
+    "getMetaCrmEvents",
+    "Conversions API for CRM settings of a Meta Page",
+    (
+        "Where this Page's leads' stage changes go as Meta CRM events: the dataset, on/off, hashed contact details "
+        "allowed, the event name per stage. `configured: false` (everything off) before the first PUT."
+    ),
+    who=MANAGER,
+    errors={404: ["CONNECTION_NOT_FOUND"]},
+)
+def meta_crm_events(orgId: str, connectionId: str) -> Envelope[MetaCrmEvents]:
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        view = get_settings(uow.connection, actor.organization_id, entity_id(connectionId, "CONNECTION_NOT_FOUND"))
+    return Envelope[MetaCrmEvents](data=MetaCrmEvents.model_validate(view))
+
+
+@ops.put(
+    "/organizations/<orgId>/integrations/meta/<connectionId>/crm-events",
+    "putMetaCrmEvents",
+    "Set the Conversions API for CRM settings of a Meta Page",
+    (
+        "Replaces the settings whole (idempotent: the same settings again change nothing). From then on every stage "
+        "change of a lead from this Page's Lead Ads, the first included, goes to the dataset as a CRM event, sent "
+        "with the Page's own token: never for an erased, pseudonymized or do-not-contact lead. A disconnected Page "
+        "is 409 CONNECTION_NOT_ACTIVE; a mapped stage that is not the organization's 404 STAGE_NOT_FOUND."
+    ),
+    who=MANAGER,
+    errors={404: ["CONNECTION_NOT_FOUND", "STAGE_NOT_FOUND"], 409: ["CONNECTION_NOT_ACTIVE"]},
+)
+def set_meta_crm_events(
+    orgId: str, connectionId: str, body: Annotated[MetaCrmEventsBody, Body()]
+) -> Envelope[MetaCrmEvents]:
+    settings = CrmSettings(
+        dataset_id=body.dataset_id,
+        enabled=body.enabled,
+        send_hashed_contact=body.send_hashed_contact,
+        stage_event_names={str(stage): name for stage, name in body.stage_event_names.items()},
+    )
+    with UnitOfWork() as uow:
+        actor = require_manager(caller(uow, router, orgId))
+        view = put_settings(uow, actor, entity_id(connectionId, "CONNECTION_NOT_FOUND"), settings)
+    return Envelope[MetaCrmEvents](data=MetaCrmEvents.model_validate(view))
 
 
 @ops.post(

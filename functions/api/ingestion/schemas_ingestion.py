@@ -60,6 +60,49 @@ class Connection(OutModel):
     updated_at: datetime
 
 
+EventName = Annotated[str, Field(min_length=1, max_length=100, pattern=r"^\S(.*\S)?$")]
+
+
+class MetaCrmEventsBody(CamelModel):
+    """Conversions API for CRM settings of one Meta connection, replaced whole."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "datasetId": "1234567890123456",
+                    "enabled": True,
+                    "sendHashedContact": False,
+                    "stageEventNames": {"0191d3a4-6a1e-7cc0-8f0a-3c1e2d4b5a60": "Qualified Lead"},
+                }
+            ]
+        }
+    )
+    dataset_id: ExternalId = Field(description="The Meta dataset (pixel) id the CRM events go to")
+    enabled: bool = Field(description="Send CRM events for this page's leads")
+    send_hashed_contact: bool = Field(
+        False, description="Also send the lead's email and phone, normalized and SHA-256 hashed"
+    )
+    stage_event_names: dict[uuid.UUID, EventName] = Field(
+        default_factory=dict,
+        max_length=200,
+        description="The event name at Meta per stage id; a stage left out is sent under its own name",
+    )
+
+
+class MetaCrmEvents(OutModel):
+    """A Meta connection's CRM events settings (the token is the connection's own, never shown)."""
+
+    connection_id: uuid.UUID
+    page_id: str
+    configured: bool
+    dataset_id: str | None
+    enabled: bool
+    send_hashed_contact: bool
+    stage_event_names: dict[str, str]
+    updated_at: datetime | None
+
+
 class LeadField(StrEnum):
     NAME = "name"
     FIRST_NAME = "firstName"

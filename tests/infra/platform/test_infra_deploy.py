@@ -317,10 +317,11 @@ def test_no_wildcard_iam_without_an_acknowledgment(app_and_stack: tuple[Any, Any
     assert Annotations.from_stack(stack).find_error("*", Match.string_like_regexp("AwsSolutions-IAM5.*")) == []
 
 
-def test_the_webhook_receiver_graph_fetch_and_webhook_delivery_are_the_only_functions_without_vpc(
+def test_the_webhook_receiver_graph_fetch_meta_events_and_webhook_delivery_are_the_only_functions_without_vpc(
     resources: dict[str, Any], function_ids: dict[str, str]
 ) -> None:
     outside = {name for name, lid in function_ids.items() if "VpcConfig" not in resources[lid]["Properties"]}
-    # none touches the database; graph_fetch must reach Graph, webhook_delivery the subscribed endpoints
-    assert outside == {"webhooks", "graph_fetch", "webhook_delivery"}
+    # none touches the database; graph_fetch and meta_events must reach Graph, webhook_delivery the subscribed
+    # endpoints
+    assert outside == {"webhooks", "graph_fetch", "meta_events", "webhook_delivery"}
     assert lambda_.Runtime.PYTHON_3_12.name == "python3.12"

@@ -1,4 +1,4 @@
-"""The eight functions: handlers, runtime, layers, placement, environment, tracing, log groups and least-privilege
+"""The nine functions: handlers, runtime, layers, placement, environment, tracing, log groups and least-privilege
 grants."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ HANDLERS = {
     "webhooks": "webhooks.handler.lambda_handler",
     "ingestion": "ingestion.handler.lambda_handler",
     "graph_fetch": "graph_fetch.handler.lambda_handler",
+    "meta_events": "meta_events.handler.lambda_handler",
     "webhook_delivery": "webhook_delivery.handler.lambda_handler",
     "task_lifecycle": "task_lifecycle.handler.lambda_handler",
     "migrations": "migrations.handler.lambda_handler",
@@ -37,6 +38,7 @@ LOG_RETENTION_DAYS = 30
         ("webhooks", 256, 5),
         ("ingestion", 512, 30),
         ("graph_fetch", 256, 60),
+        ("meta_events", 256, 60),
         ("webhook_delivery", 256, 90),
         ("task_lifecycle", 512, 30),
         ("migrations", 512, 300),
@@ -92,7 +94,7 @@ def test_every_function_names_the_service_and_keeps_pii_out_of_its_traces(
     assert variables.get("POWERTOOLS_LOGGER_LOG_EVENT", "false") == "false"  # an event holds a lead's details
 
 
-def test_exactly_eight_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
+def test_exactly_nine_python_functions_share_one_code_asset(resources: dict[str, Any]) -> None:
     ours = [
         r
         for r in resources.values()
@@ -178,7 +180,8 @@ def test_meta_secret_is_a_generated_placeholder(template: Template) -> None:
 @pytest.mark.parametrize("name", DATABASE_FUNCTIONS)
 def test_database_functions_get_only_what_they_use(policy_actions: dict[str, set[str]], name: str) -> None:
     assert {"rds-db:connect", "events:PutEvents", "secretsmanager:GetSecretValue"} <= policy_actions[name]
-    # The API queues CSV import jobs and ingestion queues their continuations; the API and task_lifecycle queue
+    # The API queues CSV import jobs and ingestion queues their continuations; task_lifecycle queues CRM events
+    # for meta_events (tests/infra/ingestion/test_infra_meta_conversions.py); the API and task_lifecycle queue
     # outbound webhook deliveries (OutboundWebhooks); admin sends nothing.
     assert ("sqs:SendMessage" in policy_actions[name]) == (name in ("api", "ingestion", "task_lifecycle"))
 

@@ -16,7 +16,7 @@ def test_every_work_queue_has_a_dlq_and_every_queue_is_encrypted(resources: dict
     queues = _of_type(resources, "AWS::SQS::Queue")
     work_queues = {k: q for k, q in queues.items() if "RedrivePolicy" in q}
     dead_letter_queues = {q["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0] for q in work_queues.values()}
-    assert len(work_queues) == 4
+    assert len(work_queues) == 5  # ingestion, task-lifecycle, graph-fetch, meta-events, webhook-delivery
     assert set(queues) == set(work_queues) | dead_letter_queues  # no queue without a DLQ that is not one
     for queue in work_queues.values():
         assert queue["RedrivePolicy"]["maxReceiveCount"] == 5
@@ -25,7 +25,7 @@ def test_every_work_queue_has_a_dlq_and_every_queue_is_encrypted(resources: dict
 
 
 def test_queues_refuse_plain_http(template: Template) -> None:
-    template.resource_count_is("AWS::SQS::QueuePolicy", 8)
+    template.resource_count_is("AWS::SQS::QueuePolicy", 10)
     template.has_resource_properties(
         "AWS::SQS::QueuePolicy",
         {
@@ -45,6 +45,7 @@ def test_event_source_mappings_report_partial_failures(resources: dict[str, Any]
             function_ids["ingestion"],
             function_ids["task_lifecycle"],
             function_ids["graph_fetch"],
+            function_ids["meta_events"],
             function_ids["webhook_delivery"],
         ]
     )

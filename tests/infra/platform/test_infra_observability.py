@@ -185,7 +185,7 @@ def test_the_service_has_one_dashboard_with_a_section_for_everything_alarmed(
 def test_every_function_alarms_on_any_error_and_any_throttle(
     alarms: dict[str, dict[str, Any]], function_ids: dict[str, str]
 ) -> None:
-    assert len(function_ids) == 8
+    assert len(function_ids) == 9
     for logical_id in function_ids.values():
         for name in ("Errors", "Throttles"):
             alarm = _alarm_on(alarms, "AWS/Lambda", name, FunctionName={"Ref": logical_id})
@@ -227,7 +227,7 @@ def test_each_work_queue_alarms_when_its_oldest_message_outlives_its_retries(
     alarms: dict[str, dict[str, Any]], resources: dict[str, Any]
 ) -> None:
     queues = _work_queues(resources)
-    assert len(queues) == 4  # ingestion, task-lifecycle, graph-fetch, webhook delivery
+    assert len(queues) == 5  # ingestion, task-lifecycle, graph-fetch, meta-events, webhook delivery
     for logical_id, queue in queues.items():
         alarm = _alarm_on(
             alarms, "AWS/SQS", "ApproximateAgeOfOldestMessage", QueueName={"Fn::GetAtt": [logical_id, "QueueName"]}

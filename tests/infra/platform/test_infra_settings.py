@@ -18,6 +18,7 @@ FUNCTIONS = (
     "webhooks",
     "ingestion",
     "graph_fetch",
+    "meta_events",
     "webhook_delivery",
     "task_lifecycle",
     "migrations",
@@ -77,7 +78,7 @@ def _check(function: str) -> None:
     importlib.import_module(f"{function}.settings").check()
 
 
-def test_the_template_has_the_eight_functions(environments):
+def test_the_template_has_the_nine_functions(environments):
     assert sorted(environments) == sorted(FUNCTIONS)
 
 

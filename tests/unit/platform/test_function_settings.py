@@ -16,6 +16,7 @@ FUNCTIONS = (
     "webhooks",
     "ingestion",
     "graph_fetch",
+    "meta_events",
     "webhook_delivery",
     "task_lifecycle",
     "migrations",
@@ -79,6 +80,7 @@ NAMED_WHEN_EMPTY = {
         "PSEUDONYM_SECRET_ARN",
     ],
     "graph_fetch": ["INGESTION_QUEUE_URL", "WEBHOOK_BODIES_BUCKET"],
+    "meta_events": ["INGESTION_QUEUE_URL"],
     "webhook_delivery": ["EVENT_BUS_NAME"],
     "task_lifecycle": [
         "DB_SECRET_ARN",

@@ -92,7 +92,7 @@ def test_in_lambda_a_receiver_missing_a_variable_fails_its_cold_start_naming_it(
     ("package", "first_named"),
     [("api", "DB_SECRET_ARN"), ("ingestion", "DB_SECRET_ARN"), ("task_lifecycle", "DB_SECRET_ARN"),
      ("migrations", "DB_SECRET_ARN"), ("admin", "DB_SECRET_ARN"), ("graph_fetch", "INGESTION_QUEUE_URL"),
-     ("webhook_delivery", "EVENT_BUS_NAME")],
+     ("meta_events", "INGESTION_QUEUE_URL"), ("webhook_delivery", "EVENT_BUS_NAME")],
 )  # fmt: skip
 def test_in_lambda_every_function_checks_its_settings_when_its_package_is_imported(package, first_named):
     unset = {name: "" for name in (*IN_LAMBDA, "DATABASE_URL", "DB_AUTH_MODE", "DB_SECRET_ARN", "EVENT_BUS_NAME")}

@@ -13,7 +13,17 @@ from tests.support.events import http_api_event, lambda_context, sqs_event, sqs_
 from tests.support.logs import captured_logs
 from tests.support.xray import IN_LAMBDA, TRACE_ROOT, XRayDaemon, last_json_line, named, run_python, without_lambda
 
-HANDLERS = ("api", "webhooks", "ingestion", "graph_fetch", "webhook_delivery", "task_lifecycle", "migrations", "admin")
+HANDLERS = (
+    "api",
+    "webhooks",
+    "ingestion",
+    "graph_fetch",
+    "meta_events",
+    "webhook_delivery",
+    "task_lifecycle",
+    "migrations",
+    "admin",
+)
 
 
 @pytest.mark.parametrize(

@@ -20,6 +20,7 @@ def _declared_reactions() -> dict[str, object]:
     from leadcrm.analytics import attribution
     from leadcrm.conversations import reactions as conversations_reactions
     from leadcrm.directory import reactions as directory_reactions
+    from leadcrm.ingestion import meta_crm_events
     from leadcrm.integrations import deliveries as webhook_deliveries
     from leadcrm.leads import reactions as leads_reactions
     from leadcrm.leads import released_joins
@@ -48,6 +49,7 @@ def _declared_reactions() -> dict[str, object]:
         LEAD_STATUS_CHANGED: task_closing.handle_lead_status_changed,
         LEAD_RETURNED_EVENT: follow_ups.sync_return_call,
         attribution.CONVERSATION_INBOUND_RECEIVED: attribution.handle_inbound_received,
+        meta_crm_events.LEAD_CRM_EVENT_RECORDED: meta_crm_events.hand_to_sender,
         **{t: conversations_reactions.on_ses_event for t in conversations_reactions.SES_DETAIL_TYPES},
         webhook_deliveries.ATTEMPTED: webhook_deliveries.record_attempt,
     }
@@ -67,6 +69,13 @@ def test_the_events_that_rescore_are_the_ones_scoring_declares():
 
     assert wiring.RESCORING_EVENTS == scoring.RESCORING_EVENTS
     assert wiring._rescore.target is scoring.handle_lead_changed
+
+
+def test_the_events_sent_to_meta_as_crm_events_are_the_ones_ingestion_declares():
+    from leadcrm.ingestion import meta_crm_events
+
+    assert frozenset(meta_crm_events.STAGE_EVENTS) == wiring.META_CRM_EVENTS
+    assert wiring._meta_crm_event.target is meta_crm_events.on_stage_event
 
 
 def test_the_events_that_fan_out_to_webhooks_are_the_ones_integrations_declares():

@@ -5,7 +5,8 @@
   higher one without importing it (the capabilities' import order is declared in pyproject's contracts).
 - `EVENT_REACTIONS`: domain events from the bus (the outbox, through EventBridge and SQS) and platform events,
   each with the capability reaction that applies it; the events of `scoring.RESCORING_EVENTS` also rescore
-  their lead, beside their own reaction, and those of `WEBHOOK_EVENTS` also become outbound webhook deliveries
+  their lead, beside their own reaction, those of `META_CRM_EVENTS` also become Meta CRM events
+  (leadcrm.ingestion.meta_crm_events) and those of `WEBHOOK_EVENTS` outbound webhook deliveries
   (leadcrm.integrations.fanout); SES's email sending events (detail-types `Email …`) are here too.
   Consumed by functions/task_lifecycle.
 - `JOBS`: the scheduled jobs (EventBridge Scheduler `{"job": name}`), each a capability's job function.
@@ -80,6 +81,10 @@ _ses_event = Deferred("leadcrm.conversations.reactions", "on_ses_event")
 # scoring.RESCORING_EVENTS: the events that also rescore their lead
 RESCORING_EVENTS = frozenset({"lead.created", "lead.returned", "conversation.inbound_received"})
 _rescore = Deferred("leadcrm.qualification.scoring", "handle_lead_changed")
+# ingestion.meta_crm_events.STAGE_EVENTS: the events whose stage change also becomes a Meta CRM event (a
+# Lead Ads lead's, where its organization turned CRM events on), beside their own reaction
+META_CRM_EVENTS = frozenset({"lead.created", "lead.status_changed"})
+_meta_crm_event = Deferred("leadcrm.ingestion.meta_crm_events", "on_stage_event")
 # integrations.rules.events.SOURCE_TYPES: the events that also become outbound webhook deliveries
 WEBHOOK_EVENTS = frozenset(
     {
@@ -141,6 +146,8 @@ EVENT_REACTIONS: dict[str, EventReaction] = {
     "lead.status_changed": Deferred("leadcrm.work.task_closing", "handle_lead_status_changed"),
     "lead.returned": Deferred("leadcrm.work.follow_ups", "sync_return_call"),
     "conversation.inbound_received": Deferred("leadcrm.analytics.attribution", "handle_inbound_received"),
+    # A recorded CRM event, checked again and handed to the meta_events function (outside the VPC).
+    "lead.crm_event_recorded": Deferred("leadcrm.ingestion.meta_crm_events", "hand_to_sender"),
     # the webhook_delivery function's report of one attempt (source leadcrm.webhook_delivery)
     "webhook.delivery_attempted": Deferred("leadcrm.integrations.deliveries", "record_attempt"),
     # SES's email sending events (source aws.ses, from the default bus): delivery status and suppression
@@ -190,13 +197,16 @@ def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> 
     """Apply one event; True when it changed something. Unknown types are acknowledged and ignored."""
     reaction = EVENT_REACTIONS.get(detail_type)
     rescores = detail_type in RESCORING_EVENTS
+    meta_crm = detail_type in META_CRM_EVENTS
     webhooks = detail_type in WEBHOOK_EVENTS
-    if reaction is None and not rescores and not webhooks:
+    if reaction is None and not rescores and not meta_crm and not webhooks:
         logger.info("ignoring event type", extra={"detailType": detail_type})
         return False
     changed = reaction(conn, detail) if reaction is not None else False
     if rescores:
         changed = _rescore(conn, detail) or changed
+    if meta_crm:
+        changed = _meta_crm_event(conn, detail) or changed
     if webhooks:
         changed = _fan_out(conn, detail) or changed
     return changed

@@ -1,4 +1,5 @@
-"""The Meta Graph API, for the one call the graph_fetch function makes: read a Lead Ads lead by its leadgen id.
+"""The Meta Graph API, for the calls the functions outside the VPC make: graph_fetch reads a Lead Ads lead by its
+leadgen id; meta_events sends CRM events to a dataset (Conversions API for CRM).
 
 The base URL is configuration (META_GRAPH_BASE_URL): the local stack and the tests point it at a stand-in.
 The token goes in the Authorization header, never in the URL, so it cannot end up in an access log.
@@ -63,6 +64,44 @@ def fetch_lead(leadgen_id: str, access_token: str) -> dict[str, Any]:
         raise GraphError(error.code, _error_code(error)) from None
     except (urllib.error.URLError, TimeoutError, ValueError) as error:
         raise GraphError(None, type(error).__name__) from None
+
+
+def send_events(dataset_id: str, events: list[dict[str, Any]], access_token: str) -> tuple[int, dict[str, Any]]:
+    """POST `{base}/{dataset_id}/events` with `{"data": events}` (Conversions API). Meta's answer as (status,
+    body): 200 `{events_received, messages, fbtrace_id}`, or a 4xx with its `error`. Raises GraphError (retried)
+    for no answer, a 5xx, throttling and a token Graph rejects; any other 4xx is the event's own fault and is
+    answered, not raised (sending it again cannot help)."""
+    request = urllib.request.Request(
+        f"{base_url()}/{urllib.parse.quote(dataset_id, safe='')}/events",
+        data=json.dumps({"data": events}).encode(),
+        method="POST",
+        headers={
+            "authorization": f"Bearer {access_token}",
+            "content-type": "application/json",
+            "accept": "application/json",
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:
+            return response.status, dict(json.loads(response.read() or b"{}"))
+    except urllib.error.HTTPError as error:
+        body = _error_body(error)
+        code = (
+            str((body.get("error") or {}).get("code", "unknown")) if isinstance(body.get("error"), dict) else "unknown"
+        )
+        if error.code >= 500 or error.code == 429 or code in RETRYABLE_CODES:
+            raise GraphError(error.code, code) from None
+        return error.code, body
+    except (urllib.error.URLError, TimeoutError, ValueError) as error:
+        raise GraphError(None, type(error).__name__) from None
+
+
+def _error_body(error: urllib.error.HTTPError) -> dict[str, Any]:
+    try:
+        body = json.loads(error.read())
+    except (ValueError, TypeError, AttributeError):
+        return {}
+    return body if isinstance(body, dict) else {}
 
 
 def _error_code(error: urllib.error.HTTPError) -> str:

@@ -162,3 +162,60 @@ lead_import_rows = Table(
     CheckConstraint(one_of("outcome", IMPORT_ROW_OUTCOMES), name="outcome"),
     Index("ix_lead_import_rows_job_outcome", "job_id", "outcome", "row_number"),
 )
+
+# Conversions API for CRM (Meta's "Conversion Leads"): per Meta connection, where a lead's stage changes go
+# (the Meta dataset), whether at all, what each stage is called there and whether hashed contact details may
+# go with them. The token is the connection's own secret; nothing of it is kept here.
+meta_crm_settings = Table(
+    "meta_crm_settings",
+    metadata,
+    Column(
+        "connection_id",
+        Uuid,
+        ForeignKey("integration_connections.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    org_column(),
+    Column("dataset_id", Text, nullable=False),
+    Column("enabled", Boolean, nullable=False, server_default=text("false")),
+    Column("send_hashed_contact", Boolean, nullable=False, server_default=text("false")),
+    # {stage id: event name}; a stage left out is sent under its own name
+    Column("stage_event_names", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
+    Column("updated_by_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    created_at_column(),
+    updated_at_column(),
+    Index("ix_meta_crm_settings_org", "organization_id"),
+)
+
+CRM_EVENT_STATUSES = ("pending", "queued", "sent", "failed", "withdrawn")
+
+# Every CRM event built for a lead, once per status event (`event_id`, from the outbox event's id: a
+# redelivered status change finds its row and adds nothing), with what was sent and Meta's answer. Deleted with
+# the lead (erase) and on pseudonymization (the leadgen id and the hashes identify the person at Meta).
+meta_crm_events = Table(
+    "meta_crm_events",
+    metadata,
+    id_column(),
+    org_column(),
+    Column("lead_id", Uuid, ForeignKey("leads.id", ondelete="CASCADE"), nullable=False),
+    Column("connection_id", Uuid, ForeignKey("integration_connections.id", ondelete="SET NULL")),
+    Column("event_id", Text, nullable=False),
+    Column("source_event_id", Uuid, nullable=False),
+    Column("event_name", Text, nullable=False),
+    Column("event_time", DateTime(timezone=True), nullable=False),
+    Column("dataset_id", Text, nullable=False),
+    Column("page_id", Text, nullable=False),
+    Column("payload", JSONB, nullable=False),
+    Column("status", Text, nullable=False, server_default="pending"),
+    Column("withdrawn_reason", Text),
+    Column("answer", JSONB),
+    Column("queued_at", DateTime(timezone=True)),
+    Column("answered_at", DateTime(timezone=True)),
+    created_at_column(),
+    updated_at_column(),
+    CheckConstraint(one_of("status", CRM_EVENT_STATUSES), name="status"),
+    Index("uq_meta_crm_events_event_id", "event_id", unique=True),
+    Index("ix_meta_crm_events_org_lead", "organization_id", "lead_id", "created_at"),
+    # The ON DELETE CASCADE of an erased lead looks rows up by lead_id alone.
+    Index("ix_meta_crm_events_lead", "lead_id"),
+)

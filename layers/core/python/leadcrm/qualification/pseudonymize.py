@@ -39,7 +39,7 @@ from leadcrm.deals.people import forget_erased_lead
 from leadcrm.deals.tables import deals
 from leadcrm.directory.rules import Actor
 from leadcrm.directory.tables import memberships
-from leadcrm.ingestion.tables import ingested_events, lead_attributions
+from leadcrm.ingestion.tables import ingested_events, lead_attributions, meta_crm_events
 from leadcrm.leads.activity import record_activity
 from leadcrm.leads.erase import forget_capture_keys, forget_stored_answers
 from leadcrm.leads.identity import organization_region
@@ -124,6 +124,16 @@ def _delete_enrichments(conn: Connection, organization_id: uuid.UUID, lead_id: u
     )
 
 
+def _delete_crm_events(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
+    """The CRM events built for Meta carry the leadgen id and, where allowed, hashed email and phone: they go,
+    and one not yet handed to the sender is never sent (the hand-off finds no row)."""
+    conn.execute(
+        delete(meta_crm_events).where(
+            meta_crm_events.c.organization_id == organization_id, meta_crm_events.c.lead_id == lead_id
+        )
+    )
+
+
 def _delete_tickets(conn: Connection, organization_id: uuid.UUID, lead_id: uuid.UUID) -> None:
     """A ticket's subject, description, messages and mails are the person's own words: the lead's tickets
     go (with their events, messages and mails), as the hard erase does. SLA reports no longer count them."""
@@ -195,6 +205,7 @@ TABLE_POLICIES: dict[str, Scrub] = {
     # back; and which ad, form and campaign brought the lead: the organization's marketing, not the person.
     ingested_events.name: _keep,
     lead_attributions.name: _keep,
+    meta_crm_events.name: _delete_crm_events,  # the leadgen id and hashes identify the person at Meta
     lead_touches.name: _keep,  # kinds, channels, campaigns, UTM parameters and ids: the marketing, not the person
     # Deals stay as figures, dates, stages and codes; their free text goes (the deals area's own rule).
     deals.name: forget_erased_lead,

@@ -2,7 +2,7 @@
 the synced message templates.
 
 Revision ID: 0030
-Revises: 0028
+Revises: 0029
 Create Date: 2026-12-05
 
 - conversation_messages gets the template an outbound WhatsApp message was sent with (`template_name`,
@@ -23,7 +23,7 @@ from alembic import op
 from sqlalchemy.dialects.postgresql import JSONB
 
 revision = "0030"
-down_revision = "0028"
+down_revision = "0029"
 branch_labels = None
 depends_on = None
 
