@@ -27,6 +27,8 @@ ACTION_ROUTES: dict[WorkspaceAction, str] = {
     WorkspaceAction.ERASE: "DELETE /organizations/{orgId}/leads/{leadId}",
     WorkspaceAction.EDIT_PIPELINES: "POST /organizations/{orgId}/pipelines",
     WorkspaceAction.CONNECT_INTEGRATIONS: "POST /organizations/{orgId}/integrations/meta",
+    WorkspaceAction.EDIT_ASSIGNMENT_RULES: "POST /organizations/{orgId}/lead-assignment-rules",
+    WorkspaceAction.MANAGE_WEBHOOKS: "POST /organizations/{orgId}/webhook-subscriptions",
 }
 
 

@@ -31,7 +31,8 @@ from api.operations import MANAGER, Operations
 from api.schemas import Envelope, ListEnvelope
 from leadcrm.conversations import whatsapp
 from leadcrm.conversations.queries import get_thread
-from leadcrm.directory.access import require_manager, require_staff
+from leadcrm.directory.access import require_staff
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.ingestion.whatsapp import sending_numbers
 from leadcrm.platform import idempotency
 from leadcrm.platform.adapters import ingestion_queue
@@ -158,7 +159,7 @@ def sync_templates(
     orgId: str, body: Annotated[WhatsAppTemplateSyncBody, Body()]
 ) -> Response[Envelope[WhatsAppTemplateSync]]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.CONNECT_INTEGRATIONS)(caller(uow, router, orgId))
         numbers = sending_numbers(uow.connection, actor.organization_id)
     if not numbers:
         raise Conflict("The organization has no connected WhatsApp number.", code="WHATSAPP_NOT_CONNECTED")

@@ -109,7 +109,7 @@ def disconnect_meta(orgId: str, connectionId: str) -> Envelope[Connection]:
 )
 def meta_crm_events(orgId: str, connectionId: str) -> Envelope[MetaCrmEvents]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.CONNECT_INTEGRATIONS)(caller(uow, router, orgId))
         view = get_settings(uow.connection, actor.organization_id, entity_id(connectionId, "CONNECTION_NOT_FOUND"))
     return Envelope[MetaCrmEvents](data=MetaCrmEvents.model_validate(view))
 
@@ -137,7 +137,7 @@ def set_meta_crm_events(
         stage_event_names={str(stage): name for stage, name in body.stage_event_names.items()},
     )
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.CONNECT_INTEGRATIONS)(caller(uow, router, orgId))
         view = put_settings(uow, actor, entity_id(connectionId, "CONNECTION_NOT_FOUND"), settings)
     return Envelope[MetaCrmEvents](data=MetaCrmEvents.model_validate(view))
 

@@ -20,7 +20,7 @@ from api.integrations.schemas_integrations import (
 from api.operations import MANAGER, Operations
 from api.params import DEFAULT_PAGE_SIZE, CursorParam, PageSize
 from api.schemas import Envelope, ListEnvelope
-from leadcrm.directory.access import require_manager
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.integrations import deliveries, queries, subscriptions
 from leadcrm.platform.db.uow import UnitOfWork
 
@@ -62,7 +62,7 @@ def create_subscription(
     orgId: str, body: Annotated[CreateWebhookSubscriptionBody, Body()]
 ) -> Response[Envelope[WebhookSubscriptionWithSecret]]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.MANAGE_WEBHOOKS)(caller(uow, router, orgId))
         row, secret = subscriptions.create(
             uow.connection, actor, body.url, [t.value for t in body.event_types], body.include_personal_data
         )
@@ -79,7 +79,7 @@ def create_subscription(
 )
 def list_subscriptions(orgId: str) -> ListEnvelope[WebhookSubscription]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.MANAGE_WEBHOOKS)(caller(uow, router, orgId))
         rows = subscriptions.list_subscriptions(uow.connection, actor.organization_id)
     return ListEnvelope[WebhookSubscription](
         data=[WebhookSubscription.model_validate(r) for r in rows], next_cursor=None
@@ -96,7 +96,7 @@ def list_subscriptions(orgId: str) -> ListEnvelope[WebhookSubscription]:
 )
 def get_subscription(orgId: str, subscriptionId: str) -> Envelope[WebhookSubscription]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.MANAGE_WEBHOOKS)(caller(uow, router, orgId))
         row = subscriptions.get(uow.connection, actor.organization_id, entity_id(subscriptionId, NOT_FOUND))
     return Envelope[WebhookSubscription](data=WebhookSubscription.model_validate(row))
 
@@ -119,7 +119,7 @@ def update_subscription(
     if "event_types" in changes:
         changes["event_types"] = [str(t) for t in changes["event_types"]]
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.MANAGE_WEBHOOKS)(caller(uow, router, orgId))
         row = subscriptions.update_subscription(uow.connection, actor, entity_id(subscriptionId, NOT_FOUND), changes)
         uow.commit()
     return Envelope[WebhookSubscription](data=WebhookSubscription.model_validate(row))
@@ -136,7 +136,7 @@ def update_subscription(
 )
 def delete_subscription(orgId: str, subscriptionId: str) -> Response[None]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.MANAGE_WEBHOOKS)(caller(uow, router, orgId))
         subscriptions.delete_subscription(uow.connection, actor, entity_id(subscriptionId, NOT_FOUND))
         uow.commit()
     return Response(status_code=204)
@@ -152,7 +152,7 @@ def delete_subscription(orgId: str, subscriptionId: str) -> Response[None]:
 )
 def rotate_secret(orgId: str, subscriptionId: str) -> Envelope[WebhookSubscriptionWithSecret]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.MANAGE_WEBHOOKS)(caller(uow, router, orgId))
         row, secret = subscriptions.rotate_secret(uow.connection, actor, entity_id(subscriptionId, NOT_FOUND))
         uow.commit()
     return Envelope[WebhookSubscriptionWithSecret](data=_with_secret(row, secret))
@@ -177,7 +177,7 @@ def list_deliveries(
     cursor: CursorParam = None,
 ) -> ListEnvelope[WebhookDelivery]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.MANAGE_WEBHOOKS)(caller(uow, router, orgId))
         subscription_id = entity_id(subscriptionId, NOT_FOUND)
         subscriptions.get(uow.connection, actor.organization_id, subscription_id)
         page = queries.list_deliveries(
@@ -207,7 +207,7 @@ def list_deliveries(
 )
 def replay_delivery(orgId: str, subscriptionId: str, deliveryId: str) -> Response[Envelope[WebhookDelivery]]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.MANAGE_WEBHOOKS)(caller(uow, router, orgId))
         row = deliveries.replay(
             uow.connection,
             actor,

@@ -25,7 +25,8 @@ from api.leads.schemas_assignment import (
 )
 from api.operations import MANAGER, Operations
 from leadcrm.directory import availability
-from leadcrm.directory.access import require_manager, require_staff
+from leadcrm.directory.access import require_staff
+from leadcrm.directory.actions import WorkspaceAction, gate
 from leadcrm.leads import assignment_rules as rules
 from leadcrm.platform.db.uow import UnitOfWork
 
@@ -70,7 +71,7 @@ def create(
     idempotency_key: IdempotencyKey = None,
 ) -> Response[AssignmentRuleEnvelope]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.EDIT_ASSIGNMENT_RULES)(caller(uow, router, orgId))
 
         def produce() -> AssignmentRuleEnvelope:
             row = rules.create_rule(uow.connection, actor.organization_id, body.changes(), body.position)
@@ -90,7 +91,7 @@ def create(
 )
 def order(orgId: str, body: Annotated[AssignmentRuleOrderBody, Body()]) -> AssignmentRuleListEnvelope:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.EDIT_ASSIGNMENT_RULES)(caller(uow, router, orgId))
         rows = rules.reorder_rules(uow.connection, actor.organization_id, body.rule_ids)
         uow.commit()
     return AssignmentRuleListEnvelope(data=[AssignmentRule.of(r) for r in rows], next_cursor=None)
@@ -107,7 +108,7 @@ def order(orgId: str, body: Annotated[AssignmentRuleOrderBody, Body()]) -> Assig
 )
 def change(orgId: str, ruleId: str, body: Annotated[UpdateAssignmentRuleBody, Body()]) -> AssignmentRuleEnvelope:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.EDIT_ASSIGNMENT_RULES)(caller(uow, router, orgId))
         row = rules.update_rule(
             uow.connection, actor.organization_id, entity_id(ruleId, "ASSIGNMENT_RULE_NOT_FOUND"), body.changes()
         )
@@ -126,7 +127,7 @@ def change(orgId: str, ruleId: str, body: Annotated[UpdateAssignmentRuleBody, Bo
 )
 def remove(orgId: str, ruleId: str) -> Response[dict[str, Any]]:
     with UnitOfWork() as uow:
-        actor = require_manager(caller(uow, router, orgId))
+        actor = gate(WorkspaceAction.EDIT_ASSIGNMENT_RULES)(caller(uow, router, orgId))
         rules.delete_rule(uow.connection, actor.organization_id, entity_id(ruleId, "ASSIGNMENT_RULE_NOT_FOUND"))
         uow.commit()
     return json_response(200, {"data": {"deleted": True}})

@@ -30,7 +30,9 @@ class WorkspaceAction(StrEnum):
     LINK_MEMBER = "link_member"
     ERASE = "erase"
     EDIT_PIPELINES = "edit_pipelines"
-    CONNECT_INTEGRATIONS = "connect_integrations"
+    CONNECT_INTEGRATIONS = "connect_integrations"  # Meta pages, WhatsApp numbers, CRM events, templates
+    EDIT_ASSIGNMENT_RULES = "edit_assignment_rules"
+    MANAGE_WEBHOOKS = "manage_webhooks"  # outbound webhook subscriptions and their delivery logs
 
 
 GATES: Mapping[WorkspaceAction, Gate] = MappingProxyType(
@@ -46,6 +48,8 @@ GATES: Mapping[WorkspaceAction, Gate] = MappingProxyType(
         WorkspaceAction.ERASE: require_manager,
         WorkspaceAction.EDIT_PIPELINES: require_manager,
         WorkspaceAction.CONNECT_INTEGRATIONS: require_manager,
+        WorkspaceAction.EDIT_ASSIGNMENT_RULES: require_manager,
+        WorkspaceAction.MANAGE_WEBHOOKS: require_manager,
     }
 )
 
