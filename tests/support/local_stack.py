@@ -4,6 +4,7 @@ suites share one running stack."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -12,6 +13,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections import deque
 from collections.abc import Iterator
@@ -26,6 +28,12 @@ from tests.support.database import create_database, drop_database, throwaway_dat
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_SECONDS = 90
+
+
+def fresh_loopback_ip() -> str:
+    """An address of 127.0.0.0/8 other than 127.0.0.1: every one of them reaches the stack on this machine."""
+    a, b, c = os.urandom(3)
+    return f"127.{a}.{b}.{max(c, 2)}"
 
 
 @dataclass
@@ -64,8 +72,13 @@ class LocalStackClient:
         raw: bytes | None = None,
         token: str | None = None,
         headers: dict[str, str] | None = None,
+        source_ip: str | None = None,
     ) -> HttpReply:
+        """One request; `source_ip` (a loopback address) sends it from a client of its own, as the gateway sees
+        the connection's peer: public captures are throttled per client address."""
         data = raw if raw is not None else (json.dumps(json_body).encode() if json_body is not None else None)
+        if source_ip is not None:
+            return self._request_from(source_ip, method, path, data, token, json_body is not None, headers or {})
         request = urllib.request.Request(self.base_url + path, data=data, method=method)
         if json_body is not None:
             request.add_header("content-type", "application/json")
@@ -78,6 +91,35 @@ class LocalStackClient:
                 return HttpReply(response.status, dict(response.headers), response.read())
         except urllib.error.HTTPError as error:
             return HttpReply(error.code, dict(error.headers), error.read())
+
+    def _request_from(
+        self,
+        source_ip: str,
+        method: str,
+        path: str,
+        data: bytes | None,
+        token: str | None,
+        is_json: bool,
+        headers: dict[str, str],
+    ) -> HttpReply:
+        url = urllib.parse.urlsplit(self.base_url)
+        all_headers = {**({"content-type": "application/json"} if is_json else {}), **headers}
+        if token:
+            all_headers["authorization"] = f"Bearer {token}"
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=30, source_address=(source_ip, 0))
+        try:
+            connection.request(method, path, body=data, headers=all_headers)
+            response = connection.getresponse()
+            return HttpReply(response.status, dict(response.headers), response.read())
+        finally:
+            connection.close()
+
+    def capture(self, organization_id: str, body: dict[str, Any]) -> HttpReply:
+        """A public capture from a visitor of its own (a fresh loopback address): tests that capture share the
+        stack, and one client's per-minute capture limit must not be another test's refusal."""
+        return self.request(
+            "POST", f"/leads/organization/{organization_id}", json_body=body, source_ip=fresh_loopback_ip()
+        )
 
     def wait_until_idle(self, timeout: float = 20) -> None:
         deadline = time.monotonic() + timeout

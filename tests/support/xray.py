@@ -27,6 +27,7 @@ FUNCTION_SETTINGS = {
     "PSEUDONYM_KEY": "tracing-test-pseudonym-key",
     "SES_CONFIGURATION_SET": "leadcrm-test",
     "GRAPH_FETCH_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/leadcrm-graph-fetch",
+    "WEBHOOK_DELIVERY_QUEUE_URL": "https://sqs.eu-west-1.amazonaws.com/123456789012/leadcrm-webhook-delivery",
     "WEBHOOK_BODIES_BUCKET": "leadcrm-webhook-bodies",
     "META_APP_SECRET": "tracing-test-app-secret",
     "META_VERIFY_TOKEN": "tracing-test-verify-token",

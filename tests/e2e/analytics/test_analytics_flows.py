@@ -21,9 +21,7 @@ def test_a_form_lead_with_utm_a_whatsapp_message_and_a_purchase_show_up_in_every
     demo = local_stack.new_organization()
     org, owner = demo["organizationId"], demo["users"]["owner"]["token"]
     utm = {"source": "instagram", "medium": "paid", "campaign": "summer"}
-    captured = local_stack.request(
-        "POST", f"/leads/organization/{org}", json_body={"name": "Maya Katz", "email": "maya@example.com", "utm": utm}
-    )
+    captured = local_stack.capture(org, {"name": "Maya Katz", "email": "maya@example.com", "utm": utm})
     assert captured.status == 201
     lead_id = local_stack.request("GET", f"/organizations/{org}/leads?search=maya", token=owner).json()["data"][0]["id"]
 

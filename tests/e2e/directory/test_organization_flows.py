@@ -37,7 +37,7 @@ def _settle(stack: LocalStackClient) -> None:
 
 
 def _capture(stack: LocalStackClient, org: str, body: dict[str, Any]) -> None:
-    reply = stack.request("POST", f"/leads/organization/{org}", json_body=body)
+    reply = stack.capture(org, body)
     assert reply.status == 201, reply.body
 
 

@@ -45,7 +45,7 @@ def _subscribe(stack: LocalStackClient, org: str, token: str, receiver: Receiver
 
 def _capture(stack: LocalStackClient, org: str) -> None:
     body = {"name": "Dana Cohen", "email": f"dana.{time.monotonic_ns()}@example.com"}
-    assert stack.request("POST", f"/leads/organization/{org}", json_body=body).status == 201
+    assert stack.capture(org, body).status == 201
 
 
 def test_a_capture_reaches_a_local_receiver_signed_within_seconds_and_a_replay_keeps_its_id(

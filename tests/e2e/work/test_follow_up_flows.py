@@ -47,9 +47,7 @@ def test_a_lost_lead_that_comes_back_through_the_form_is_reopened_with_a_return_
     local_stack.wait_until_idle()
     assert all(t["status"] == "cancelled" for t in _tasks(local_stack, org, owner, lead["id"]))
 
-    came_back = local_stack.request(
-        "POST", f"/leads/organization/{org}", json_body={"name": "Avi", "email": "AVI@example.com", "note": "Still on?"}
-    )
+    came_back = local_stack.capture(org, {"name": "Avi", "email": "AVI@example.com", "note": "Still on?"})
     local_stack.wait_until_idle()
 
     assert came_back.status == 201
@@ -84,8 +82,6 @@ def test_the_morning_digest_mails_a_staff_member_with_an_overdue_follow_up_once(
     local_stack.request("POST", "/_local/tick", json_body={"job": "daily_digest"})
     local_stack.request("POST", "/_local/tick", json_body={"job": "daily_digest"})
 
-    mails = [
-        m for m in local_stack.sent_emails() if "Digest Studio" in m["subject"]
-    ]
+    mails = [m for m in local_stack.sent_emails() if "Digest Studio" in m["subject"]]
     assert len(mails) == 1
     assert "Overdue tasks: 1" in mails[0]["text"]
