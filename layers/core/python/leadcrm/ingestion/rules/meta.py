@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -226,32 +227,36 @@ class WhatsAppMessage:
 def whatsapp_messages(payload: dict[str, Any]) -> list[WhatsAppMessage]:
     """The inbound messages of a WhatsApp Cloud webhook (status updates and other fields are not messages)."""
     found = []
+    for phone_number_id, value in _messages_values(payload):
+        profiles = {
+            _text(c.get("wa_id")): _text((c.get("profile") or {}).get("name")) for c in _dicts(value.get("contacts"))
+        }
+        for message in _dicts(value.get("messages")):
+            wamid, wa_id = _text(message.get("id")), _text(message.get("from"))
+            if not (phone_number_id and wamid and wa_id):
+                continue
+            found.append(
+                WhatsAppMessage(
+                    phone_number_id=phone_number_id,
+                    wamid=wamid,
+                    wa_id=wa_id,
+                    profile_name=(profiles.get(wa_id) or None),
+                    text=_message_text(message),
+                    referral=_referral(message.get("referral")),
+                    message_type=_text(message.get("type")),
+                )
+            )
+    return found
+
+
+def _messages_values(payload: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each `messages` change of a WhatsApp Cloud webhook: the receiving number's id and the change's value
+    (which holds inbound messages, status updates, or both)."""
     for entry in _dicts(payload.get("entry")):
         for change in _dicts(entry.get("changes")):
             value = change.get("value")
-            if change.get("field") != "messages" or not isinstance(value, dict):
-                continue
-            phone_number_id = _text((value.get("metadata") or {}).get("phone_number_id"))
-            profiles = {
-                _text(c.get("wa_id")): _text((c.get("profile") or {}).get("name"))
-                for c in _dicts(value.get("contacts"))
-            }
-            for message in _dicts(value.get("messages")):
-                wamid, wa_id = _text(message.get("id")), _text(message.get("from"))
-                if not (phone_number_id and wamid and wa_id):
-                    continue
-                found.append(
-                    WhatsAppMessage(
-                        phone_number_id=phone_number_id,
-                        wamid=wamid,
-                        wa_id=wa_id,
-                        profile_name=(profiles.get(wa_id) or None),
-                        text=_message_text(message),
-                        referral=_referral(message.get("referral")),
-                        message_type=_text(message.get("type")),
-                    )
-                )
-    return found
+            if change.get("field") == "messages" and isinstance(value, dict):
+                yield _text((value.get("metadata") or {}).get("phone_number_id")), value
 
 
 @dataclass(frozen=True)
@@ -273,39 +278,34 @@ ERROR_FIELDS = ("code", "title", "message", "href")
 def whatsapp_statuses(payload: dict[str, Any]) -> list[WhatsAppStatusUpdate]:
     """The status updates of a WhatsApp Cloud webhook; unknown statuses (`deleted`, …) are left out."""
     found = []
-    for entry in _dicts(payload.get("entry")):
-        for change in _dicts(entry.get("changes")):
-            value = change.get("value")
-            if change.get("field") != "messages" or not isinstance(value, dict):
+    for phone_number_id, value in _messages_values(payload):
+        for status in _dicts(value.get("statuses")):
+            wamid, state = _text(status.get("id")), _text(status.get("status"))
+            if not (phone_number_id and wamid and state in WHATSAPP_STATUS_VALUES):
                 continue
-            phone_number_id = _text((value.get("metadata") or {}).get("phone_number_id"))
-            for status in _dicts(value.get("statuses")):
-                wamid, state = _text(status.get("id")), _text(status.get("status"))
-                if not (phone_number_id and wamid and state in WHATSAPP_STATUS_VALUES):
-                    continue
-                timestamp = _text(status.get("timestamp"))
-                errors = tuple(
-                    {
-                        k: _text(error[k]) if isinstance(error[k], str) else error[k]
-                        for k in ERROR_FIELDS
-                        if isinstance(error.get(k), str | int) and not isinstance(error[k], bool)
-                    }
-                    | (
-                        {"details": str(error["error_data"].get("details"))[:500]}
-                        if isinstance(error.get("error_data"), dict) and error["error_data"].get("details")
-                        else {}
-                    )
-                    for error in _dicts(status.get("errors"))
+            timestamp = _text(status.get("timestamp"))
+            errors = tuple(
+                {
+                    k: _text(error[k]) if isinstance(error[k], str) else error[k]
+                    for k in ERROR_FIELDS
+                    if isinstance(error.get(k), str | int) and not isinstance(error[k], bool)
+                }
+                | (
+                    {"details": str(error["error_data"].get("details"))[:500]}
+                    if isinstance(error.get("error_data"), dict) and error["error_data"].get("details")
+                    else {}
                 )
-                found.append(
-                    WhatsAppStatusUpdate(
-                        phone_number_id=phone_number_id,
-                        wamid=wamid,
-                        status=str(state),
-                        timestamp=int(timestamp) if timestamp and timestamp.isdigit() else None,
-                        errors=errors,
-                    )
+                for error in _dicts(status.get("errors"))
+            )
+            found.append(
+                WhatsAppStatusUpdate(
+                    phone_number_id=phone_number_id,
+                    wamid=wamid,
+                    status=str(state),
+                    timestamp=int(timestamp) if timestamp and timestamp.isdigit() else None,
+                    errors=errors,
                 )
+            )
     return found
 
 
