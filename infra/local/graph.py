@@ -11,15 +11,12 @@ registry from a server of their own.
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import AbstractContextManager
 from typing import Any
-from urllib.parse import urlsplit
 
 from infra.local import faults
+from infra.local.json_server import serve_json
 
 # Graph's own error shapes: code 190 for a bad token, 100 for an id that is not an object it can read.
 NO_TOKEN = {"error": {"message": "An access token is required.", "type": "OAuthException", "code": 190}}
@@ -94,48 +91,14 @@ class LocalGraph:
             return [dict(e) for e in self.events]
 
 
-@contextmanager
-def serve(graph: LocalGraph) -> Iterator[str]:
+def serve(graph: LocalGraph) -> AbstractContextManager[str]:
     """Serves `graph` on 127.0.0.1 as the Graph API (outside the local stack); yields a META_GRAPH_BASE_URL."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
-            leadgen_id = urlsplit(self.path).path.rsplit("/", 1)[-1]
-            status, body = graph.read(leadgen_id, self.headers.get("authorization"))
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def answer(method: str, parts: list[str], authorization: str | None, body: Any) -> tuple[int, Any]:
+        if method == "GET":
+            return graph.read(parts[-1] if parts else "", authorization)
+        if len(parts) >= 2 and parts[-1] == "events":
+            return graph.receive_events(parts[-2], authorization, body)
+        return 400, INVALID_EVENTS
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-            parts = urlsplit(self.path).path.rstrip("/").split("/")
-            length = int(self.headers.get("content-length") or 0)
-            try:
-                body = json.loads(self.rfile.read(length) or b"{}")
-            except ValueError:
-                body = None
-            if len(parts) >= 2 and parts[-1] == "events":
-                status, answer = graph.receive_events(parts[-2], self.headers.get("authorization"), body)
-            else:
-                status, answer = 400, INVALID_EVENTS
-            payload = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v21.0"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return serve_json(answer)

@@ -15,17 +15,14 @@ Inbound and status webhooks are not played from here: tests sign them with the a
 from __future__ import annotations
 
 import base64
-import json
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
 
 from infra.local import faults
+from infra.local.json_server import serve_json
 
 NO_TOKEN = {"error": {"message": "An access token is required.", "type": "OAuthException", "code": 190}}
 BAD_REQUEST = {
@@ -87,41 +84,13 @@ class LocalWhatsApp:
         return 200, {"data": data, "paging": {"cursors": {"before": "", "after": ""}}}
 
 
-@contextmanager
-def serve(whatsapp: LocalWhatsApp) -> Iterator[str]:
+def serve(whatsapp: LocalWhatsApp) -> AbstractContextManager[str]:
     """Serves `whatsapp` on 127.0.0.1 as the Cloud API (outside the local stack); yields a META_GRAPH_BASE_URL."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def _answer(self, status: int, body: dict[str, Any]) -> None:
-            payload = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    def answer(method: str, parts: list[str], authorization: str | None, body: Any) -> tuple[int, Any]:
+        number_or_account = parts[-2] if len(parts) >= 2 else ""
+        if method == "POST":
+            return whatsapp.send(number_or_account, authorization, body)
+        return whatsapp.templates(number_or_account, authorization)
 
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-            parts = urlsplit(self.path).path.strip("/").split("/")
-            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-            try:
-                body = json.loads(raw or b"null")
-            except ValueError:
-                body = None
-            self._answer(*whatsapp.send(parts[-2], self.headers.get("authorization"), body))
-
-        def do_GET(self) -> None:  # noqa: N802
-            parts = urlsplit(self.path).path.strip("/").split("/")
-            self._answer(*whatsapp.templates(parts[-2], self.headers.get("authorization")))
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v21.0"
-    finally:
-        server.shutdown()
-        server.server_close()
+    return serve_json(answer)
