@@ -5,20 +5,10 @@ The URL is read when a message is sent (META_EVENTS_QUEUE_URL, set on task_lifec
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Any
 
-from leadcrm.platform.adapters.aws import client
+from leadcrm.platform.adapters import work_queues
 
 
 def enqueue(kind: str, payload: dict[str, Any]) -> str:
-    url = os.environ.get("META_EVENTS_QUEUE_URL")
-    if not url:
-        raise RuntimeError("META_EVENTS_QUEUE_URL is not set")
-    response = client("sqs").send_message(
-        QueueUrl=url,
-        MessageBody=json.dumps({"kind": kind, **payload}),
-        MessageAttributes={"kind": {"DataType": "String", "StringValue": kind}},
-    )
-    return str(response["MessageId"])
+    return work_queues.send("META_EVENTS_QUEUE_URL", kind, {"kind": kind, **payload})
