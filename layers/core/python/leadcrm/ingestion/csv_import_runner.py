@@ -214,7 +214,7 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
         people = _existing_people(conn, org, valid)
         lines: list[str] = []
         counts = {"created": 0, "duplicate": 0, "invalid": 0}
-        created: dict[uuid.UUID, str | None] = {}  # the chunk's new leads and their locales
+        created: dict[uuid.UUID, str | None] = {}  # the chunk's new leads and their locales, for assignment
         for staged in chunk:
             row, number = staged.row, str(staged.row.row_number)
             if staged.lead_id is None:
@@ -228,7 +228,8 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
                 continue
             people.add(staged.lead_id, row.email, row.phone)
             counts["created"] += 1
-            created[uuid.UUID(staged.lead_id)] = row.locale
+            if claim.apply_assignment_rules:  # what the rules need (UUIDs made only for them)
+                created[uuid.UUID(staged.lead_id)] = row.locale
             lines.append(f"{number}\tcreated\t{staged.lead_id}\t{NULL}\t{NULL}\t{staged.lead_fields}\n")
         stage_chunk(conn, lines)
         if counts["created"]:
