@@ -6,6 +6,8 @@ import csv
 import uuid
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from leadcrm.ingestion.rules.csv_import import (
     Columns,
@@ -15,6 +17,7 @@ from leadcrm.ingestion.rules.csv_import import (
     parse_row,
     resolve_columns,
 )
+from leadcrm.leads.rules.intake import same_phone
 
 
 def _rows(*chunks: bytes) -> list[list[str]]:
@@ -159,6 +162,15 @@ def test_a_different_number_sharing_the_last_seven_digits_is_not():
     people = PeopleIndex("IL")
     people.add(uuid.uuid4(), None, "+972 50-123-4567")
     assert people.match(None, "+972 52-123-4567") is None
+
+
+@given(phone=st.from_regex(r"\A[0-9+()\-\s.]{0,12}[0-9][0-9+()\-\s.]{0,12}\Z"))
+@settings(max_examples=200, deadline=None)
+def test_a_phone_typed_exactly_as_a_known_one_is_the_same_person_as_dedup_says(phone):
+    people, lead = PeopleIndex("IL"), uuid.uuid4()
+    people.add(lead, None, phone)
+    # The import's shortcut (the same text) agrees with dedup's rule for every text with a digit.
+    assert (people.match(None, phone) == lead) == same_phone(phone, phone, "IL")
 
 
 def test_the_first_person_added_wins():

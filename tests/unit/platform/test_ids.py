@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from leadcrm.platform.ids import parse_uuid, uuid7
+from leadcrm.platform.ids import parse_uuid, uuid7, uuid7_texts
 
 
 def _unix_ms(value: uuid.UUID) -> int:
@@ -50,3 +50,23 @@ def test_a_valid_uuid_string_is_parsed():
 @pytest.mark.parametrize("garbage", ["", "not-a-uuid", "1234", "../../etc/passwd", "0" * 33, None, 42])
 def test_parse_uuid_returns_none_for_anything_that_is_not_a_uuid(garbage):
     assert parse_uuid(garbage) is None
+
+
+def test_ids_made_as_text_in_bulk_are_version_7_uuids_in_canonical_form():
+    for text in uuid7_texts(100):
+        value = uuid.UUID(text)
+        assert (value.version, value.variant, str(value)) == (7, uuid.RFC_4122, text)
+
+
+def test_ids_made_as_text_in_bulk_are_strictly_increasing_and_follow_earlier_ids():
+    before = uuid7()
+    burst = [uuid.UUID(text) for text in uuid7_texts(10_000)]
+    after = uuid7()
+    assert all(a < b for a, b in zip([before, *burst], [*burst, after], strict=False))
+
+
+def test_ids_made_as_text_in_bulk_carry_the_current_time():
+    before = time.time_ns() // 1_000_000
+    value = uuid.UUID(uuid7_texts(1)[0])
+    after = time.time_ns() // 1_000_000
+    assert before - 5 <= _unix_ms(value) <= after + 50

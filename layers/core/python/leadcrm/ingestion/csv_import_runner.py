@@ -46,11 +46,11 @@ from leadcrm.leads.assignment import assign_new_leads
 from leadcrm.leads.dedup import CANDIDATE_LIMIT
 from leadcrm.leads.rules.intake import dedup_lock_keys, normalized_email
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
-from leadcrm.platform.db.copy import NULL, copy_fields
+from leadcrm.platform.db.copy import NULL, copy_fields, copy_value
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import DomainEvent
-from leadcrm.platform.ids import uuid7
+from leadcrm.platform.ids import uuid7_texts
 
 
 class RunResult(StrEnum):
@@ -135,19 +135,19 @@ def _prepared_chunks(
 ) -> Iterator[list[_Staged]]:
     while batch := list(islice(rows, chunk_rows)):
         chunk = []
-        for cells in batch:
+        # Four ids a row that makes a lead (its status event, receipt, touch, then the lead), made in bulk and
+        # in row order; a rejected row's go unused. Ids are text already: nothing to escape in them.
+        ids = uuid7_texts(4 * len(batch))
+        for index, cells in enumerate(batch):
             position += 1
             row = parse_row(position, cells, columns)
             if not row.valid:
                 chunk.append(_Staged(row))
                 continue
-            fields = copy_fields(
-                (
-                    row.name, row.email, row.phone, row.note, row.locale, str(uuid7()), str(uuid7()),
-                    str(uuid7()), json.dumps(dict(zip(header, cells, strict=False))),
-                )
-            )  # fmt: skip
-            chunk.append(_Staged(row, str(uuid7()), fields))
+            event_id, receipt_id, touch_id, lead_id = ids[4 * index : 4 * index + 4]
+            given = copy_fields((row.name, row.email, row.phone, row.note, row.locale))
+            receipt = copy_value(json.dumps(dict(zip(header, cells, strict=False))))
+            chunk.append(_Staged(row, lead_id, f"{given}\t{event_id}\t{receipt_id}\t{touch_id}\t{receipt}"))
         yield chunk
 
 def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
@@ -214,7 +214,7 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
         people = _existing_people(conn, org, valid)
         lines: list[str] = []
         counts = {"created": 0, "duplicate": 0, "invalid": 0}
-        created: dict[uuid.UUID, str | None] = {}  # the chunk's new leads and their locales
+        created: dict[uuid.UUID, str | None] = {}  # the chunk's new leads and their locales, for assignment
         for staged in chunk:
             row, number = staged.row, str(staged.row.row_number)
             if staged.lead_id is None:
@@ -228,7 +228,8 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
                 continue
             people.add(staged.lead_id, row.email, row.phone)
             counts["created"] += 1
-            created[uuid.UUID(staged.lead_id)] = row.locale
+            if claim.apply_assignment_rules:  # what the rules need (UUIDs made only for them)
+                created[uuid.UUID(staged.lead_id)] = row.locale
             lines.append(f"{number}\tcreated\t{staged.lead_id}\t{NULL}\t{NULL}\t{staged.lead_fields}\n")
         stage_chunk(conn, lines)
         if counts["created"]:

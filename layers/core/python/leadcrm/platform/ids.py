@@ -18,19 +18,41 @@ _last_counter = 0
 
 def uuid7() -> uuid.UUID:
     """A new UUIDv7; ids made in the same millisecond by this process stay ordered (12-bit counter)."""
-    global _last_ms, _last_counter
+    with _lock:
+        ms, counter = _next_stamp(time.time_ns() // 1_000_000)
+    return uuid.UUID(int=_value(ms, counter, int.from_bytes(os.urandom(8), "big")))
+
+
+def uuid7_texts(count: int) -> list[str]:
+    """`count` new UUIDv7s in canonical text form, in increasing order: what `str(uuid7())` gives, for a bulk
+    write (the CSV import makes four per row) at a fraction of the cost: one lock, one clock reading and one
+    read of the random source for the lot, and no UUID object."""
     with _lock:
         now_ms = time.time_ns() // 1_000_000
-        if now_ms > _last_ms:
-            _last_ms, _last_counter = now_ms, int.from_bytes(os.urandom(2), "big") & 0x7FF
-        else:
-            _last_counter += 1
-            if _last_counter > 0xFFF:  # counter exhausted: borrow the next millisecond
-                _last_ms, _last_counter = _last_ms + 1, 0
-        ms, counter = _last_ms, _last_counter
-    rand_b = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
-    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand_b
-    return uuid.UUID(int=value)
+        stamps = [_next_stamp(now_ms) for _ in range(count)]
+    randoms = os.urandom(8 * count)
+    texts = []
+    for index, (ms, counter) in enumerate(stamps):
+        hexa = f"{_value(ms, counter, int.from_bytes(randoms[8 * index : 8 * index + 8], 'big')):032x}"
+        texts.append(f"{hexa[:8]}-{hexa[8:12]}-{hexa[12:16]}-{hexa[16:20]}-{hexa[20:]}")
+    return texts
+
+
+def _next_stamp(now_ms: int) -> tuple[int, int]:
+    """The millisecond and counter of the next id (under `_lock`)."""
+    global _last_ms, _last_counter
+    if now_ms > _last_ms:
+        _last_ms, _last_counter = now_ms, int.from_bytes(os.urandom(2), "big") & 0x7FF
+    else:
+        _last_counter += 1
+        if _last_counter > 0xFFF:  # counter exhausted: borrow the next millisecond
+            _last_ms, _last_counter = _last_ms + 1, 0
+    return _last_ms, _last_counter
+
+
+def _value(ms: int, counter: int, random_64: int) -> int:
+    rand_b = random_64 & ((1 << 62) - 1)
+    return (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | counter << 64 | 0b10 << 62 | rand_b
 
 
 def parse_uuid(value: str) -> uuid.UUID | None:

@@ -216,7 +216,9 @@ class PeopleIndex:
             return self._by_email[email_key]
         if phone is not None and (key := phone_lookup_key(phone)) is not None:
             for known, lead_id in self._by_phone.get(key, ()):
-                if same_phone(phone, known, self._region):
+                # The same text is the same number (it has digits: it has a lookup key), without phonenumbers'
+                # parse of both (~0.1 ms): a re-imported file's phones are mostly the leads' own text.
+                if phone == known or same_phone(phone, known, self._region):
                     return lead_id
         return None
 
