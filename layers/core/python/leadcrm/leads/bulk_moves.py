@@ -34,12 +34,13 @@ from leadcrm.directory.rules import Actor
 from leadcrm.leads.moves import (
     STAGE_MOVED,
     id_list,
-    lead_position,
     refusal_error,
     status_changed_event,
 )
 from leadcrm.leads.rules.moves import (
+    CATEGORY_OF,
     BulkCandidate,
+    LeadPosition,
     MoveRefusal,
     MoveRefused,
     StageMove,
@@ -47,6 +48,7 @@ from leadcrm.leads.rules.moves import (
     plan_bulk_move,
 )
 from leadcrm.leads.tables import lead_activity_events, lead_pipeline_placements, lead_status_events, leads
+from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, resolve_stage
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
@@ -108,9 +110,10 @@ def _lock_bulk_candidates(
             leads.c.pipeline_id,
             leads.c.stage_id,
             leads.c.status,
-            leads.c.converted_membership_id,
+            # is_converted, computed where the row is: no membership id to carry back and convert per lead
+            (leads.c.converted_membership_id.is_not(None) | (leads.c.status == StageCategory.CONVERTED.value)),
             leads.c.lost_reason,
-            placement.c.stage_id.label("placement_stage_id"),
+            placement.c.stage_id,
         )
         .select_from(
             leads.outerjoin(placement, (placement.c.lead_id == leads.c.id) & (placement.c.pipeline_id == pipeline_id))
@@ -120,12 +123,16 @@ def _lock_bulk_candidates(
         # Placements are written only under their lead's lock, so locking the lead rows is enough (and
         # PostgreSQL cannot lock the nullable side of an outer join anyway).
         .with_for_update(of=leads)
-    ).mappings()
+    )
+    # Positional rows and a dict lookup for the category: this loop runs once per requested lead.
+    category_of = CATEGORY_OF
     return {
-        row["id"]: BulkCandidate(
-            lead_id=row["id"], position=lead_position(row), placement_stage_id=row["placement_stage_id"]
+        lead_id: BulkCandidate(
+            lead_id=lead_id,
+            position=LeadPosition(lead_id, pipeline, stage, category_of[status], converted, lost_reason),
+            placement_stage_id=placement_stage,
         )
-        for row in rows
+        for lead_id, pipeline, stage, status, converted, lost_reason, placement_stage in rows
     }
 
 
@@ -136,9 +143,9 @@ def _bulk_move_statement(
     events, the secondary placements' UPDATE and every lead's `stage_moved` entry (data-modifying CTEs; the
     outbox rows join them through `execute_with_events`). Each row and payload is built by PostgreSQL from
     the document, so Python serializes each move once."""
-    moves = recordset(
+    document = recordset(
         "moves",
-        "moves",
+        "moves_document",
         [
             {
                 "lead_id": m.lead_id,
@@ -169,6 +176,8 @@ def _bulk_move_statement(
             "activity_id": Uuid,
         },
     )
+    # The document is bound and unpacked once; the four writes read the unpacked rows.
+    moves = select(*document.c).cte("moves").prefix_with("MATERIALIZED")
     organization_id = literal(actor.organization_id, Uuid)
     actor_id = literal(actor.user_id, Uuid)
     to_status = literal(target.category.value, Text)
@@ -230,6 +239,7 @@ def _bulk_move_statement(
     return (
         select(func.count())
         .select_from(moves)
+        .add_cte(moves)
         .add_cte(primary_leads.cte("primary_leads"))
         .add_cte(status_events.cte("status_events"))
         .add_cte(secondary_placements.cte("secondary_placements"))
