@@ -35,7 +35,7 @@ from leadcrm.leads.moves import (
     STAGE_MOVED,
     id_list,
     refusal_error,
-    status_changed_event,
+    status_changed_events,
 )
 from leadcrm.leads.rules.moves import (
     CATEGORY_OF,
@@ -89,9 +89,8 @@ def bulk_move_stage(
     except MoveRefused as refused:
         raise refusal_error(refused.refusal) from None
 
-    for move in plan.primary_moves:
-        if move.category_changed:
-            uow.add_event(status_changed_event(actor, move))
+    for event in status_changed_events(actor, plan.primary_moves):
+        uow.add_event(event)
     if plan.primary_moves or plan.secondary_moves:
         uow.execute_with_events(_bulk_move_statement(actor, target, plan.primary_moves, plan.secondary_moves))
     return BulkMoveResult(moved=plan.moved, skipped=plan.skipped)
@@ -143,25 +142,39 @@ def _bulk_move_statement(
     events, the secondary placements' UPDATE and every lead's `stage_moved` entry (data-modifying CTEs; the
     outbox rows join them through `execute_with_events`). Each row and payload is built by PostgreSQL from
     the document, so Python serializes each move once."""
+    # Each row written out here (ids as text: the encoder's fallback is slower); a stage id once per stage.
+    stage_text: dict[uuid.UUID, str] = {}
+
+    def stage(value: uuid.UUID) -> str:
+        written = stage_text.get(value)
+        if written is None:
+            written = stage_text[value] = str(value)
+        return written
+
     document = recordset(
         "moves",
         "moves_document",
         [
             {
-                "lead_id": m.lead_id,
+                "lead_id": str(m.lead_id),
                 "is_primary": True,
-                "from_stage_id": m.from_stage_id,
+                "from_stage_id": stage(m.from_stage_id),
                 "from_status": m.from_status.value,
                 "lost_reason": m.lost_reason,
                 "status_reason": m.status_reason,
                 "category_changed": m.category_changed,
-                "status_event_id": uuid7(),
-                "activity_id": uuid7(),
+                "status_event_id": str(uuid7()),
+                "activity_id": str(uuid7()),
             }
             for m in primary
         ]
         + [
-            {"lead_id": lead_id, "is_primary": False, "from_stage_id": from_stage, "activity_id": uuid7()}
+            {
+                "lead_id": str(lead_id),
+                "is_primary": False,
+                "from_stage_id": stage(from_stage),
+                "activity_id": str(uuid7()),
+            }
             for lead_id, from_stage in secondary
         ],
         {

@@ -160,9 +160,7 @@ def _move(lead: LeadPosition, target: StageLike, lost_reason: str | None) -> Sta
     return _move_to(lead, target.id, StageCategory(target.category), lost_reason)
 
 
-def _move_to(
-    lead: LeadPosition, target_id: uuid.UUID, to_status: StageCategory, lost_reason: str | None
-) -> StageMove:
+def _move_to(lead: LeadPosition, target_id: uuid.UUID, to_status: StageCategory, lost_reason: str | None) -> StageMove:
     reason_after, status_reason = lost_reason_after(lead.status, to_status, lead.lost_reason, lost_reason)
     return StageMove(
         lead_id=lead.lead_id,
