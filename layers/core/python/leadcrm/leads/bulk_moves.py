@@ -190,7 +190,7 @@ def _bulk_move_statement(
         },
     )
     # The document is bound and unpacked once; the four writes read the unpacked rows.
-    moves = select(*document.c).order_by(document.c.lead_id).cte("moves").prefix_with("MATERIALIZED")
+    moves = select(*document.c).cte("moves").prefix_with("MATERIALIZED")
     organization_id = literal(actor.organization_id, Uuid)
     actor_id = literal(actor.user_id, Uuid)
     to_status = literal(target.category.value, Text)
