@@ -34,12 +34,13 @@ from leadcrm.directory.rules import Actor
 from leadcrm.leads.moves import (
     STAGE_MOVED,
     id_list,
-    lead_position,
     refusal_error,
-    status_changed_event,
+    status_changed_events,
 )
 from leadcrm.leads.rules.moves import (
+    CATEGORY_OF,
     BulkCandidate,
+    LeadPosition,
     MoveRefusal,
     MoveRefused,
     StageMove,
@@ -47,6 +48,7 @@ from leadcrm.leads.rules.moves import (
     plan_bulk_move,
 )
 from leadcrm.leads.tables import lead_activity_events, lead_pipeline_placements, lead_status_events, leads
+from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, resolve_stage
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
@@ -87,9 +89,8 @@ def bulk_move_stage(
     except MoveRefused as refused:
         raise refusal_error(refused.refusal) from None
 
-    for move in plan.primary_moves:
-        if move.category_changed:
-            uow.add_event(status_changed_event(actor, move))
+    for event in status_changed_events(actor, plan.primary_moves):
+        uow.add_event(event)
     if plan.primary_moves or plan.secondary_moves:
         uow.execute_with_events(_bulk_move_statement(actor, target, plan.primary_moves, plan.secondary_moves))
     return BulkMoveResult(moved=plan.moved, skipped=plan.skipped)
@@ -108,9 +109,10 @@ def _lock_bulk_candidates(
             leads.c.pipeline_id,
             leads.c.stage_id,
             leads.c.status,
-            leads.c.converted_membership_id,
+            # is_converted, computed where the row is: no membership id to carry back and convert per lead
+            (leads.c.converted_membership_id.is_not(None) | (leads.c.status == StageCategory.CONVERTED.value)),
             leads.c.lost_reason,
-            placement.c.stage_id.label("placement_stage_id"),
+            placement.c.stage_id,
         )
         .select_from(
             leads.outerjoin(placement, (placement.c.lead_id == leads.c.id) & (placement.c.pipeline_id == pipeline_id))
@@ -120,12 +122,16 @@ def _lock_bulk_candidates(
         # Placements are written only under their lead's lock, so locking the lead rows is enough (and
         # PostgreSQL cannot lock the nullable side of an outer join anyway).
         .with_for_update(of=leads)
-    ).mappings()
+    )
+    # Positional rows and a dict lookup for the category: this loop runs once per requested lead.
+    category_of = CATEGORY_OF
     return {
-        row["id"]: BulkCandidate(
-            lead_id=row["id"], position=lead_position(row), placement_stage_id=row["placement_stage_id"]
+        lead_id: BulkCandidate(
+            lead_id=lead_id,
+            position=LeadPosition(lead_id, pipeline, stage, category_of[status], converted, lost_reason),
+            placement_stage_id=placement_stage,
         )
-        for row in rows
+        for lead_id, pipeline, stage, status, converted, lost_reason, placement_stage in rows
     }
 
 
@@ -136,25 +142,39 @@ def _bulk_move_statement(
     events, the secondary placements' UPDATE and every lead's `stage_moved` entry (data-modifying CTEs; the
     outbox rows join them through `execute_with_events`). Each row and payload is built by PostgreSQL from
     the document, so Python serializes each move once."""
-    moves = recordset(
+    # Each row written out here (ids as text: the encoder's fallback is slower); a stage id once per stage.
+    stage_text: dict[uuid.UUID, str] = {}
+
+    def stage(value: uuid.UUID) -> str:
+        written = stage_text.get(value)
+        if written is None:
+            written = stage_text[value] = str(value)
+        return written
+
+    document = recordset(
         "moves",
-        "moves",
+        "moves_document",
         [
             {
-                "lead_id": m.lead_id,
+                "lead_id": str(m.lead_id),
                 "is_primary": True,
-                "from_stage_id": m.from_stage_id,
+                "from_stage_id": stage(m.from_stage_id),
                 "from_status": m.from_status.value,
                 "lost_reason": m.lost_reason,
                 "status_reason": m.status_reason,
                 "category_changed": m.category_changed,
-                "status_event_id": uuid7(),
-                "activity_id": uuid7(),
+                "status_event_id": str(uuid7()),
+                "activity_id": str(uuid7()),
             }
             for m in primary
         ]
         + [
-            {"lead_id": lead_id, "is_primary": False, "from_stage_id": from_stage, "activity_id": uuid7()}
+            {
+                "lead_id": str(lead_id),
+                "is_primary": False,
+                "from_stage_id": stage(from_stage),
+                "activity_id": str(uuid7()),
+            }
             for lead_id, from_stage in secondary
         ],
         {
@@ -169,6 +189,8 @@ def _bulk_move_statement(
             "activity_id": Uuid,
         },
     )
+    # The document is bound and unpacked once; the four writes read the unpacked rows.
+    moves = select(*document.c).cte("moves").prefix_with("MATERIALIZED")
     organization_id = literal(actor.organization_id, Uuid)
     actor_id = literal(actor.user_id, Uuid)
     to_status = literal(target.category.value, Text)
@@ -230,6 +252,7 @@ def _bulk_move_statement(
     return (
         select(func.count())
         .select_from(moves)
+        .add_cte(moves)
         .add_cte(primary_leads.cte("primary_leads"))
         .add_cte(status_events.cte("status_events"))
         .add_cte(secondary_placements.cte("secondary_placements"))

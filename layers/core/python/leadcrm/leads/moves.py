@@ -267,6 +267,37 @@ def status_changed_event(actor: Actor, move: StageMove) -> DomainEvent:
     )
 
 
+def status_changed_events(actor: Actor, moves: Sequence[StageMove]) -> list[DomainEvent]:
+    """`status_changed_event` of each move that changes its lead's category, for a bulk move: the same events,
+    with each stage id and the actor written out once instead of once per lead."""
+    text_of: dict[uuid.UUID, str] = {}
+
+    def text(value: uuid.UUID) -> str:
+        written = text_of.get(value)
+        if written is None:
+            written = text_of[value] = str(value)
+        return written
+
+    actor_user_id = str(actor.user_id) if actor.user_id else None  # None: the system (system_actor)
+    return [
+        DomainEvent(
+            type=LEAD_STATUS_CHANGED,
+            organization_id=actor.organization_id,
+            aggregate_id=move.lead_id,
+            payload={
+                "leadId": str(move.lead_id),
+                "fromStatus": move.from_status.value,
+                "toStatus": move.to_status.value,
+                "fromStageId": text(move.from_stage_id),
+                "toStageId": text(move.to_stage_id),
+                "actorUserId": actor_user_id,
+            },
+        )
+        for move in moves
+        if move.category_changed
+    ]
+
+
 def activity_row(actor: Actor, lead_id: uuid.UUID, activity_type: str, payload: dict[str, Any]) -> dict[str, Any]:
     return {
         "organization_id": actor.organization_id,

@@ -157,12 +157,15 @@ def plan_primary_swap(lead: LeadPosition, new_primary: StageLike, *, lost_reason
 
 
 def _move(lead: LeadPosition, target: StageLike, lost_reason: str | None) -> StageMove:
-    to_status = StageCategory(target.category)
+    return _move_to(lead, target.id, StageCategory(target.category), lost_reason)
+
+
+def _move_to(lead: LeadPosition, target_id: uuid.UUID, to_status: StageCategory, lost_reason: str | None) -> StageMove:
     reason_after, status_reason = lost_reason_after(lead.status, to_status, lead.lost_reason, lost_reason)
     return StageMove(
         lead_id=lead.lead_id,
         from_stage_id=lead.stage_id,
-        to_stage_id=target.id,
+        to_stage_id=target_id,
         from_status=lead.status,
         to_status=to_status,
         lost_reason=reason_after,
@@ -183,6 +186,11 @@ def lost_reason_correction(lead: LeadPosition, given_reason: str) -> str | None:
 def requested_status_needs_move(current_status: StageCategory, requested: StageCategory) -> bool:
     """A bare status the lead already has is no move: it must not jump to that category's first stage."""
     return StageCategory(requested) != StageCategory(current_status)
+
+
+# A category from its stored value by a dict lookup: an Enum call costs a few microseconds, which a bulk move
+# of 10,000 leads pays per lead.
+CATEGORY_OF: dict[str, StageCategory] = {c.value: c for c in StageCategory}
 
 
 class BulkTarget(StrEnum):
@@ -238,33 +246,35 @@ def plan_bulk_move(
     if lost_reason is not None and target_category != StageCategory.LOST:
         raise MoveRefused(MoveRefusal.LOST_REASON_NOT_LOST)
     order = distinct_in_order(requested)
+    unconverted_refusal = convert_refusal(target_category, lead_converted=False)  # the same for every lead
     primary: list[StageMove] = []
     secondary: list[tuple[uuid.UUID, uuid.UUID]] = []
     unchanged: list[uuid.UUID] = []
     skipped: list[tuple[uuid.UUID, str]] = []
+    target_id, target_pipeline_id = target.id, target.pipeline_id
     for lead_id in order:
         candidate = candidates.get(lead_id)
         if candidate is None or candidate.position is None:
             skipped.append((lead_id, BulkTarget.NOT_FOUND.value))
             continue
         lead = candidate.position
-        if lead.pipeline_id == target.pipeline_id:
+        if lead.pipeline_id == target_pipeline_id:
             current_stage = lead.stage_id
         elif candidate.placement_stage_id is not None:
             current_stage = candidate.placement_stage_id
         else:
             skipped.append((lead_id, BulkTarget.NOT_IN_PIPELINE.value))
             continue
-        if current_stage == target.id:
+        if current_stage == target_id:
             unchanged.append(lead_id)
             continue
-        refusal = convert_refusal(target_category, lead.converted)
+        refusal = None if lead.converted else unconverted_refusal
         if refusal:
             skipped.append((lead_id, refusal.value))
-        elif lead.pipeline_id == target.pipeline_id:
+        elif lead.pipeline_id == target_pipeline_id:
             # A lead already lost keeps its own reason when it moves between lost stages.
             given = lost_reason if lead.status != StageCategory.LOST else None
-            primary.append(_move(lead, target, given))
+            primary.append(_move_to(lead, target_id, target_category, given))
         else:
             secondary.append((lead_id, current_stage))
     return BulkPlan(order, primary, secondary, unchanged, skipped)

@@ -50,12 +50,13 @@ _OUTBOX_COLUMNS = {
 def _outbox_insert(events: Sequence[DomainEvent], *, attempts: int = 0, name: str = "outbox_rows") -> Insert:
     """All the unit's events in one statement, however many a bulk operation produced. `attempts` 1: the
     request publishes them itself right after its commit (the attempt is counted with the row)."""
+    # Ids written as text here, not by the JSON encoder's fallback (slower, per id): a bulk move has thousands.
     rows = [
         {
-            "id": e.id,
-            "organization_id": e.organization_id,
+            "id": str(e.id),
+            "organization_id": str(e.organization_id),
             "type": e.type,
-            "aggregate_id": e.aggregate_id,
+            "aggregate_id": str(e.aggregate_id),
             "payload": e.payload,
             "occurred_at": e.occurred_at.isoformat(),
         }
