@@ -1,6 +1,6 @@
 """Analytics rollup triggers: plans fitted to the statement's size, so a bulk write is never quadratic (issue 23).
 
-Revision ID: 0032
+Revision ID: 0031
 Revises: 0030
 Create Date: 2026-12-05
 
@@ -32,7 +32,7 @@ from types import ModuleType
 
 from alembic import op
 
-revision = "0032"
+revision = "0031"
 down_revision = "0030"
 branch_labels = None
 depends_on = None
