@@ -102,6 +102,12 @@ WEBHOOK_EVENTS = frozenset(
     }
 )
 _fan_out = Deferred("leadcrm.integrations.fanout", "fan_out")
+# What the events of each set do beside their own reaction, in this order.
+ALSO_REACTIONS: tuple[tuple[frozenset[str], EventReaction], ...] = (
+    (RESCORING_EVENTS, _rescore),
+    (META_CRM_EVENTS, _meta_crm_event),
+    (WEBHOOK_EVENTS, _fan_out),
+)
 
 
 def replay_held_events(conn: Connection, message: HeldEventsReleased) -> bool:
@@ -196,17 +202,11 @@ def subscribe_all() -> None:
 def handle_event(conn: Connection, detail_type: str, detail: dict[str, Any]) -> bool:
     """Apply one event; True when it changed something. Unknown types are acknowledged and ignored."""
     reaction = EVENT_REACTIONS.get(detail_type)
-    rescores = detail_type in RESCORING_EVENTS
-    meta_crm = detail_type in META_CRM_EVENTS
-    webhooks = detail_type in WEBHOOK_EVENTS
-    if reaction is None and not rescores and not meta_crm and not webhooks:
+    besides = [also for events, also in ALSO_REACTIONS if detail_type in events]
+    if reaction is None and not besides:
         logger.info("ignoring event type", extra={"detailType": detail_type})
         return False
     changed = reaction(conn, detail) if reaction is not None else False
-    if rescores:
-        changed = _rescore(conn, detail) or changed
-    if meta_crm:
-        changed = _meta_crm_event(conn, detail) or changed
-    if webhooks:
-        changed = _fan_out(conn, detail) or changed
+    for also in besides:
+        changed = also(conn, detail) or changed
     return changed
