@@ -60,7 +60,7 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
         receive_from_s3(summary["bucket"], summary["key"])
     elif processors.batched(record.message_id):
         # taken in with its batch (processors.lead_batch): its outcomes are counted, its failure raised
-        if summary["kind"] == "whatsapp":
+        if summary["kind"] == "whatsapp" and not processors.conversations_recorded(record.message_id):
             processors.whatsapp_conversations(body)
     elif (process := PROCESSORS.get(summary["kind"])) is not None:
         process(body, lambda_context)

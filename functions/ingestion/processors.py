@@ -12,6 +12,7 @@ then settles what happened to its own leads (`batched`), so a record whose lead 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,7 +31,7 @@ from leadcrm.ingestion.webhook_leads import (
     ingest_meta_lead,
     ingest_whatsapp_message,
 )
-from leadcrm.ingestion.whatsapp import receive_webhook, record_send_outcome, store_synced_templates
+from leadcrm.ingestion.whatsapp import receive_webhook, receive_webhooks, record_send_outcome, store_synced_templates
 from leadcrm.platform import json_limits
 from leadcrm.platform.adapters import webhook_bodies
 from leadcrm.platform.adapters.ingestion_queue import forward_to_graph_fetch
@@ -80,7 +81,11 @@ def whatsapp_conversations(body: dict[str, Any]) -> None:
     (leadcrm.ingestion.whatsapp), after the referrals were taken in as leads. Each outcome is counted."""
     with reading("WhatsApp webhook"):
         payload = json_object(webhook_bodies.payload_of(body), "the payload")
-    for outcome, number in receive_webhook(payload).items():
+    _count_conversations(receive_webhook(payload))
+
+
+def _count_conversations(outcomes: Counter[str]) -> None:
+    for outcome, number in outcomes.items():
         metrics.add_metric(name=f"WhatsApp.{outcome}", unit=MetricUnit.Count, value=number)
 
 
@@ -104,6 +109,8 @@ def whatsapp_templates(body: dict[str, Any], context: Any) -> None:
 
 # What the batch's leads became, per SQS message id (filled by `lead_batch`, read by `batched`).
 _batched: dict[str, list[Ingested | Exception]] = {}
+# The WhatsApp webhooks whose messages and statuses `lead_batch` recorded with the batch's others.
+_conversations_recorded: set[str] = set()
 
 
 @contextmanager
@@ -123,10 +130,44 @@ def lead_batch(records: list[dict[str, Any]]) -> Iterator[None]:
         except Exception as error:  # then each record is taken in by its own handler, as before batches
             _batched.clear()
             logger.warning("the batch's leads could not be taken in together", extra={"error": type(error).__name__})
+    _record_conversations_together(records)
     try:
         yield
     finally:
         _batched.clear()
+        _conversations_recorded.clear()
+
+
+def conversations_recorded(message_id: str) -> bool:
+    """True when `lead_batch` recorded this WhatsApp webhook's messages and statuses with the batch."""
+    return message_id in _conversations_recorded
+
+
+def _record_conversations_together(records: list[dict[str, Any]]) -> None:
+    """The threads' side of the batch's WhatsApp webhooks whose leads were taken in together, in one unit of
+    work; should it fail, each record's handler records its own, as before batches."""
+    payloads: dict[str, dict[str, Any]] = {}
+    for record in records:
+        results = _batched.get(record["messageId"])
+        if results is None or any(isinstance(result, Exception) for result in results):
+            continue  # not taken in with the batch, or failing: its handler settles it as before batches
+        try:
+            body = json_object(json_limits.loads(record["body"]), "the SQS body")
+            if body.get("kind") == "whatsapp":
+                payloads[record["messageId"]] = json_object(webhook_bodies.payload_of(body), "the payload")
+        except Exception:  # the record's handler reads it again, and rejects it with the reason
+            continue
+    if not payloads:
+        return
+    try:
+        outcomes = receive_webhooks(list(payloads.values()))
+    except Exception as error:
+        logger.warning(
+            "the batch's WhatsApp messages could not be recorded together", extra={"error": type(error).__name__}
+        )
+        return
+    _conversations_recorded.update(payloads)
+    _count_conversations(outcomes)
 
 
 def batched(message_id: str) -> bool:

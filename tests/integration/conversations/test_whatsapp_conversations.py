@@ -437,3 +437,50 @@ def _graph_fetch_queue_messages() -> list[dict]:
 
     sqs, url = aws_client("sqs"), os.environ["GRAPH_FETCH_QUEUE_URL"]
     return sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get("Messages", [])
+
+
+# -- a batch of webhooks -------------------------------------------------------------------------------------------
+
+
+def _referrals(number: str, count: int) -> list[dict]:
+    return [
+        inbound(
+            number, f"4477009010{i:02d}", f"Saw your ad {i}", referral=ctwa_referral(ctwa_clid=f"clid-{fresh_id()}")
+        )
+        for i in range(count)
+    ]
+
+
+def test_a_batch_of_referrals_lands_each_message_in_its_new_leads_thread_in_one_unit_of_work(
+    owner, number, monkeypatch
+):
+    import ingestion.processors as processors
+    from leadcrm.ingestion.whatsapp import receive_webhooks
+
+    together: list[int] = []
+
+    def counting(payloads):
+        together.append(len(payloads))
+        return receive_webhooks(payloads)
+
+    monkeypatch.setattr(processors, "receive_webhooks", counting)
+
+    assert deliver(*_referrals(number, 5)) == NO_FAILURES
+
+    assert together == [5]
+    threads = threads_of_org(owner.org_id)
+    assert sorted(m["body"] for t in threads for m in messages_of(t["id"])) == [f"Saw your ad {i}" for i in range(5)]
+
+
+def test_should_the_batch_fail_to_record_together_each_webhook_records_its_own(owner, number, monkeypatch):
+    import ingestion.processors as processors
+
+    def refuse(payloads):
+        raise RuntimeError("the batch's unit of work failed")
+
+    monkeypatch.setattr(processors, "receive_webhooks", refuse)
+
+    assert deliver(*_referrals(number, 3)) == NO_FAILURES
+
+    threads = threads_of_org(owner.org_id)
+    assert sorted(m["body"] for t in threads for m in messages_of(t["id"])) == [f"Saw your ad {i}" for i in range(3)]

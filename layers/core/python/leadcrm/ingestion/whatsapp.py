@@ -1,10 +1,11 @@
 """WhatsApp conversations, where they meet the connections: which organization a webhook's number belongs to,
 and which numbers an organization sends from. The conversation work itself is leadcrm.conversations.whatsapp.
 
-- `receive_webhook`: every inbound message and status update of one WhatsApp webhook, each routed by its
-  phone_number_id to the number's active connection (none: dropped and counted `no_connection`), in one
-  unit of work. It runs after the webhook's click-to-WhatsApp referrals were taken in as leads
-  (leadcrm.ingestion.webhook_leads), so a referral's own message lands in the thread of the lead it made.
+- `receive_webhook` (`receive_webhooks` for a batch of them): every inbound message and status update of a
+  WhatsApp webhook, each routed by its phone_number_id to the number's active connection (none: dropped and
+  counted `no_connection`), in one unit of work. It runs after the webhook's click-to-WhatsApp referrals were
+  taken in as leads (leadcrm.ingestion.webhook_leads), so a referral's own message lands in the thread of the
+  lead it made.
 - `sending_numbers`: the organization's connected phone number ids, oldest connection first.
 - `record_send_outcome`, `store_synced_templates`: what graph_fetch queued back after calling Graph.
 """
@@ -35,7 +36,15 @@ NO_CONNECTION = "no_connection"
 def receive_webhook(payload: dict[str, Any]) -> Counter[str]:
     """Record the webhook's messages and statuses; the outcomes counted (`message.recorded`,
     `message.duplicate`, `message.no_lead`, `status.applied`, `status.replayed`, `*.no_connection`)."""
-    messages, statuses = whatsapp_messages(payload), whatsapp_statuses(payload)
+    return receive_webhooks([payload])
+
+
+def receive_webhooks(payloads: list[dict[str, Any]]) -> Counter[str]:
+    """`receive_webhook` for the webhooks of one SQS batch, in one unit of work: one commit and one publish
+    for the batch instead of one per webhook (the ingestion function falls back to one webhook at a time
+    should the batch fail)."""
+    messages = [message for payload in payloads for message in whatsapp_messages(payload)]
+    statuses = [status for payload in payloads for status in whatsapp_statuses(payload)]
     outcomes: Counter[str] = Counter()
     if not messages and not statuses:
         return outcomes
