@@ -21,7 +21,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from leadcrm.ingestion.csv_import_runner import run_import
-from leadcrm.ingestion.rules.meta import fetched_lead_from_payload, whatsapp_messages
+from leadcrm.ingestion.rules.meta import WhatsAppMessage, fetched_lead_from_payload, whatsapp_messages
 from leadcrm.ingestion.webhook_leads import (
     DROPPED,
     Delivery,
@@ -123,14 +123,17 @@ def lead_batch(records: list[dict[str, Any]]) -> Iterator[None]:
         for delivery in _deliveries_of(record):
             deliveries.append(delivery)
             owners.append(record["messageId"])
+    known_leads: dict[str, uuid.UUID] = {}  # a referral's wamid → the lead it was taken in as
     if deliveries:
         try:
-            for owner, result in zip(owners, ingest_deliveries(deliveries), strict=True):
+            for owner, delivery, result in zip(owners, deliveries, ingest_deliveries(deliveries), strict=True):
                 _batched.setdefault(owner, []).append(result)
+                if isinstance(delivery, WhatsAppMessage) and isinstance(result, Ingested) and result.lead_id:
+                    known_leads[delivery.wamid] = result.lead_id
         except Exception as error:  # then each record is taken in by its own handler, as before batches
             _batched.clear()
             logger.warning("the batch's leads could not be taken in together", extra={"error": type(error).__name__})
-    _record_conversations_together(records)
+    _record_conversations_together(records, known_leads)
     try:
         yield
     finally:
@@ -143,7 +146,7 @@ def conversations_recorded(message_id: str) -> bool:
     return message_id in _conversations_recorded
 
 
-def _record_conversations_together(records: list[dict[str, Any]]) -> None:
+def _record_conversations_together(records: list[dict[str, Any]], known_leads: dict[str, uuid.UUID]) -> None:
     """The threads' side of the batch's WhatsApp webhooks whose leads were taken in together, in one unit of
     work; should it fail, each record's handler records its own, as before batches."""
     payloads: dict[str, dict[str, Any]] = {}
@@ -160,7 +163,7 @@ def _record_conversations_together(records: list[dict[str, Any]]) -> None:
     if not payloads:
         return
     try:
-        outcomes = receive_webhooks(list(payloads.values()))
+        outcomes = receive_webhooks(list(payloads.values()), known_leads)
     except Exception as error:
         logger.warning(
             "the batch's WhatsApp messages could not be recorded together", extra={"error": type(error).__name__}

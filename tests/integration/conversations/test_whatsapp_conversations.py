@@ -459,9 +459,9 @@ def test_a_batch_of_referrals_lands_each_message_in_its_new_leads_thread_in_one_
 
     together: list[int] = []
 
-    def counting(payloads):
+    def counting(payloads, known_leads):
         together.append(len(payloads))
-        return receive_webhooks(payloads)
+        return receive_webhooks(payloads, known_leads)
 
     monkeypatch.setattr(processors, "receive_webhooks", counting)
 
@@ -475,7 +475,7 @@ def test_a_batch_of_referrals_lands_each_message_in_its_new_leads_thread_in_one_
 def test_should_the_batch_fail_to_record_together_each_webhook_records_its_own(owner, number, monkeypatch):
     import ingestion.processors as processors
 
-    def refuse(payloads):
+    def refuse(payloads, known_leads):
         raise RuntimeError("the batch's unit of work failed")
 
     monkeypatch.setattr(processors, "receive_webhooks", refuse)
@@ -484,3 +484,23 @@ def test_should_the_batch_fail_to_record_together_each_webhook_records_its_own(o
 
     threads = threads_of_org(owner.org_id)
     assert sorted(m["body"] for t in threads for m in messages_of(t["id"])) == [f"Saw your ad {i}" for i in range(3)]
+
+
+def test_two_messages_of_one_lead_in_one_batch_make_one_thread_with_two_unread(owner, lead, number):
+    assert deliver(inbound(number, WA_ID, "Hi"), inbound(number, WA_ID, "Are you there?")) == NO_FAILURES
+
+    thread = _thread_of(owner, lead)
+    assert [m["body"] for m in messages_of(thread["id"])] == ["Hi", "Are you there?"]
+    assert thread["unread_count"] == 2
+    assert len(outbox_of(thread["id"], "conversation.inbound_received")) == 2
+
+
+def test_a_batch_that_repeats_a_recorded_message_records_only_the_new_one(owner, lead, number):
+    first = inbound(number, WA_ID, "Hi", wamid=wamid())
+    assert deliver(first) == NO_FAILURES
+
+    assert deliver(first, inbound(number, WA_ID, "Still there?")) == NO_FAILURES
+
+    thread = _thread_of(owner, lead)
+    assert [m["body"] for m in messages_of(thread["id"])] == ["Hi", "Still there?"]
+    assert thread["unread_count"] == 2

@@ -33,7 +33,6 @@ from sqlalchemy import Connection, case, func, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.conversations import consent
-from leadcrm.conversations.inbound import record_inbound_message
 from leadcrm.conversations.queries import MESSAGE_COLUMNS, get_thread, lock_or_read_thread
 from leadcrm.conversations.rules import whatsapp as rules
 from leadcrm.conversations.rules.messages import Channel, Direction, MessageStatus
@@ -44,10 +43,9 @@ from leadcrm.conversations.tables import (
     whatsapp_status_events,
     whatsapp_templates,
 )
-from leadcrm.conversations.threads import find_or_create_thread, insert_message
+from leadcrm.conversations.threads import insert_message
 from leadcrm.directory.rules import Actor, system_actor
 from leadcrm.leads.identity import organization_region
-from leadcrm.leads.rules.intake import phone_digits, same_phone
 from leadcrm.leads.tables import leads
 from leadcrm.platform import clock
 from leadcrm.platform.db.now import sql_now
@@ -61,59 +59,6 @@ MAX_ERROR_LENGTH = 500
 
 
 # -- inbound -----------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class InboundMessage:
-    """One inbound message of a webhook, routed to its organization (ids and text; no profile data)."""
-
-    phone_number_id: str
-    wamid: str
-    wa_id: str
-    text: str | None
-    message_type: str | None = None
-
-
-def lead_for_number(conn: Connection, organization_id: uuid.UUID, wa_id: str) -> uuid.UUID | None:
-    """The organization's lead with this WhatsApp number (the same number however the lead's phone was
-    typed, read in the organization's region); the one who wrote last, else the newest. The last 7 digits
-    narrow the search on `ix_leads_org_phone_last7`."""
-    digits = phone_digits(wa_id)
-    if digits is None or len(digits) < 7:
-        return None
-    candidates = conn.execute(
-        select(leads.c.id, leads.c.phone)
-        .where(
-            leads.c.organization_id == organization_id,
-            func.right(leads.c.phone_digits, 7) == digits[-7:],
-        )
-        .order_by(leads.c.last_inbound_at.desc().nulls_last(), leads.c.created_at.desc(), leads.c.id.desc())
-        .limit(50)
-    ).all()
-    if not candidates:
-        return None
-    region = organization_region(conn, organization_id)
-    international = f"+{digits}"
-    return next((row.id for row in candidates if same_phone(row.phone, international, region)), None)
-
-
-def record_inbound(uow: UnitOfWork, organization_id: uuid.UUID, message: InboundMessage) -> str:
-    """The outcome: `recorded`, `duplicate` (this wamid was recorded before) or `no_lead`."""
-    conn = uow.connection
-    lead_id = lead_for_number(conn, organization_id, message.wa_id)
-    if lead_id is None:
-        return "no_lead"
-    thread, _ = find_or_create_thread(conn, organization_id, Channel.WHATSAPP, lead_id=lead_id)
-    conn.execute(select(conversations.c.id).where(conversations.c.id == thread["id"]).with_for_update())
-    recorded = record_inbound_message(
-        uow,
-        thread,
-        external_id=message.wamid,
-        body=rules.inbound_body(message.text, message.message_type),
-        from_address=message.wa_id,
-        to_address=message.phone_number_id,  # the number they wrote to: replies go out from it
-    )
-    return "recorded" if recorded is not None else "duplicate"
 
 
 # -- statuses -------------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from sqlalchemy import Connection, select
 
 from leadcrm.conversations import whatsapp as conversations_whatsapp
 from leadcrm.conversations.rules.whatsapp import WhatsAppStatus
+from leadcrm.conversations.whatsapp_inbound import Addressed, InboundMessage, record_inbound_many
 from leadcrm.ingestion.connections import ACTIVE, active_connections
 from leadcrm.ingestion.rules.meta import WHATSAPP_PROVIDER, whatsapp_messages, whatsapp_statuses
 from leadcrm.ingestion.tables import integration_connections
@@ -39,32 +40,35 @@ def receive_webhook(payload: dict[str, Any]) -> Counter[str]:
     return receive_webhooks([payload])
 
 
-def receive_webhooks(payloads: list[dict[str, Any]]) -> Counter[str]:
-    """`receive_webhook` for the webhooks of one SQS batch, in one unit of work: one commit and one publish
-    for the batch instead of one per webhook (the ingestion function falls back to one webhook at a time
-    should the batch fail)."""
+def receive_webhooks(payloads: list[dict[str, Any]], known_leads: dict[str, uuid.UUID] | None = None) -> Counter[str]:
+    """`receive_webhook` for the webhooks of one SQS batch, in one unit of work: the messages recorded
+    set-based (whatsapp_inbound.record_inbound_many), one commit and one publish for the batch. `known_leads`
+    (wamid → lead) names the leads the batch's referrals were just taken in as, so they are not looked up."""
     messages = [message for payload in payloads for message in whatsapp_messages(payload)]
     statuses = [status for payload in payloads for status in whatsapp_statuses(payload)]
     outcomes: Counter[str] = Counter()
     if not messages and not statuses:
         return outcomes
+    known_leads = known_leads or {}
     with UnitOfWork() as uow:
         conn = uow.connection
         numbers = {m.phone_number_id for m in messages} | {s.phone_number_id for s in statuses}
         connections = active_connections(conn, {(WHATSAPP_PROVIDER, number) for number in numbers})
+        addressed = []
         for message in messages:
             connection = connections.get((WHATSAPP_PROVIDER, message.phone_number_id))
             if connection is None:
                 outcomes[f"message.{NO_CONNECTION}"] += 1
                 continue
-            inbound = conversations_whatsapp.InboundMessage(
+            inbound = InboundMessage(
                 phone_number_id=message.phone_number_id,
                 wamid=message.wamid,
                 wa_id=message.wa_id,
                 text=message.text,
                 message_type=message.message_type,
             )
-            outcomes[f"message.{conversations_whatsapp.record_inbound(uow, connection.organization_id, inbound)}"] += 1
+            addressed.append(Addressed(connection.organization_id, inbound, known_leads.get(message.wamid)))
+        outcomes.update(f"message.{outcome}" for outcome in record_inbound_many(uow, addressed))
         for status in statuses:
             connection = connections.get((WHATSAPP_PROVIDER, status.phone_number_id))
             if connection is None:

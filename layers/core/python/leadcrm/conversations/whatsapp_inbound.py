@@ -1,0 +1,267 @@
+"""Inbound WhatsApp messages into their leads' threads: one message (`record_inbound`) or a whole SQS batch
+of them (`record_inbound_many`) in the caller's unit of work, with the rules of the shared recordInbound
+(conversations.inbound): idempotent on the wamid; only a new message moves its thread (unread + 1, re-open,
+last_message_at), stamps its lead's last_inbound_at and appends `conversation.inbound_received`.
+
+A batch is set-based, a fixed number of statements whatever its size: the threads made where missing and
+locked in id order, the messages inserted, each thread and lead updated once. A message whose lead is not
+known yet (not a referral taken in with the batch) is looked up by its number first.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+
+from sqlalchemy import Connection, Integer, Text, Uuid, func, literal, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+from leadcrm.conversations.rules import whatsapp as rules
+from leadcrm.conversations.rules.messages import (
+    Channel,
+    ConversationStatus,
+    Direction,
+    MessageStatus,
+    lead_contact_key,
+)
+from leadcrm.conversations.tables import conversation_messages, conversations
+from leadcrm.leads.identity import organization_region
+from leadcrm.leads.moves import id_list
+from leadcrm.leads.rules.intake import phone_digits, same_phone
+from leadcrm.leads.tables import leads
+from leadcrm.platform.db.now import sql_now
+from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED, DomainEvent
+from leadcrm.platform.ids import uuid7
+
+RECORDED, DUPLICATE, NO_LEAD = "recorded", "duplicate", "no_lead"
+CHANNEL = Channel.WHATSAPP.value
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    """One inbound message of a webhook, routed to its organization (ids and text; no profile data)."""
+
+    phone_number_id: str
+    wamid: str
+    wa_id: str
+    text: str | None
+    message_type: str | None = None
+
+
+@dataclass(frozen=True)
+class Addressed:
+    """A message routed to its organization and, when already known (a referral's new lead), its lead."""
+
+    organization_id: uuid.UUID
+    message: InboundMessage
+    lead_id: uuid.UUID | None = None
+
+
+def lead_for_number(
+    conn: Connection, organization_id: uuid.UUID, wa_id: str, regions: dict[uuid.UUID, str | None] | None = None
+) -> uuid.UUID | None:
+    """The organization's lead with this WhatsApp number (the same number however the lead's phone was
+    typed, read in the organization's region); the one who wrote last, else the newest. The last 7 digits
+    narrow the search on `ix_leads_org_phone_last7`. `regions` caches each organization's region."""
+    digits = phone_digits(wa_id)
+    if digits is None or len(digits) < 7:
+        return None
+    candidates = conn.execute(
+        select(leads.c.id, leads.c.phone)
+        .where(
+            leads.c.organization_id == organization_id,
+            func.right(leads.c.phone_digits, 7) == digits[-7:],
+        )
+        .order_by(leads.c.last_inbound_at.desc().nulls_last(), leads.c.created_at.desc(), leads.c.id.desc())
+        .limit(50)
+    ).all()
+    if not candidates:
+        return None
+    regions = {} if regions is None else regions
+    if organization_id not in regions:
+        regions[organization_id] = organization_region(conn, organization_id)
+    international = f"+{digits}"
+    return next((row.id for row in candidates if same_phone(row.phone, international, regions[organization_id])), None)
+
+
+def record_inbound(uow: UnitOfWork, organization_id: uuid.UUID, message: InboundMessage) -> str:
+    """The outcome: `recorded`, `duplicate` (this wamid was recorded before) or `no_lead`."""
+    (outcome,) = record_inbound_many(uow, [Addressed(organization_id, message)])
+    return outcome
+
+
+def record_inbound_many(uow: UnitOfWork, addressed: list[Addressed]) -> list[str]:
+    """Each message's outcome, in order: `recorded`, `duplicate` or `no_lead`."""
+    conn = uow.connection
+    regions: dict[uuid.UUID, str | None] = {}
+    lead_ids = [
+        item.lead_id or lead_for_number(conn, item.organization_id, item.message.wa_id, regions) for item in addressed
+    ]
+    rows = [
+        {
+            "message_id": uuid7(),
+            "position": position,
+            "organization_id": item.organization_id,
+            "lead_id": lead_id,
+            "contact_key": lead_contact_key(lead_id),
+            "wamid": item.message.wamid,
+            "body": rules.inbound_body(item.message.text, item.message.message_type),
+            "from_address": item.message.wa_id,
+            "to_address": item.message.phone_number_id,  # the number they wrote to: replies go out from it
+        }
+        for position, (item, lead_id) in enumerate(zip(addressed, lead_ids, strict=True))
+        if lead_id is not None
+    ]
+    outcomes = [NO_LEAD if lead_id is None else DUPLICATE for lead_id in lead_ids]
+    if not rows:
+        return outcomes
+    threads = _threads(conn, rows)
+    recorded = _insert_messages(conn, rows, threads)
+    if recorded:
+        _move_threads_and_leads(conn, recorded, threads)
+    for row in rows:
+        if row["message_id"] in recorded:
+            outcomes[row["position"]] = RECORDED
+            thread_id = threads[(row["organization_id"], row["contact_key"])]
+            uow.add_event(_inbound_received(row, thread_id))
+    return outcomes
+
+
+def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], uuid.UUID]:
+    """Each contact's WhatsApp thread, made where there is none, locked in id order (two batches touching the
+    same threads queue instead of deadlocking); by (organization, contact key)."""
+    contacts = {(row["organization_id"], row["contact_key"]): row["lead_id"] for row in rows}
+    wanted = recordset(
+        "contacts",
+        "contacts",
+        [
+            {"thread_id": uuid7(), "organization_id": o, "contact_key": k, "lead_id": lead}
+            for (o, k), lead in contacts.items()
+        ],
+        {"thread_id": Uuid, "organization_id": Uuid, "contact_key": Text, "lead_id": Uuid},
+    )
+    conn.execute(
+        pg_insert(conversations)
+        .from_select(
+            ["id", "organization_id", "channel", "contact_key", "lead_id"],
+            select(
+                wanted.c.thread_id,
+                wanted.c.organization_id,
+                literal(CHANNEL, Text),
+                wanted.c.contact_key,
+                wanted.c.lead_id,
+            ).order_by(wanted.c.organization_id, wanted.c.contact_key),
+        )  # fmt: skip
+        .on_conflict_do_nothing(index_elements=["organization_id", "channel", "contact_key"])
+    )
+    found = conn.execute(
+        select(conversations.c.id, conversations.c.organization_id, conversations.c.contact_key)
+        .join(
+            wanted,
+            (conversations.c.organization_id == wanted.c.organization_id)
+            & (conversations.c.contact_key == wanted.c.contact_key),
+        )
+        .where(conversations.c.channel == CHANNEL)
+        .order_by(conversations.c.id)
+        .with_for_update(of=conversations)
+    ).all()
+    return {(row.organization_id, row.contact_key): row.id for row in found}
+
+
+def _insert_messages(
+    conn: Connection, rows: list[dict], threads: dict[tuple[uuid.UUID, str], uuid.UUID]
+) -> dict[uuid.UUID, uuid.UUID]:
+    """The new messages (a wamid recorded before writes nothing), in the batch's order: message id → thread."""
+    document = recordset(
+        "messages",
+        "messages",
+        [
+            {**row, "conversation_id": threads[(row["organization_id"], row["contact_key"])]}
+            for row in rows
+        ],
+        {"message_id": Uuid, "position": Integer, "organization_id": Uuid, "conversation_id": Uuid, "wamid": Text,
+         "body": Text, "from_address": Text, "to_address": Text},
+    )  # fmt: skip
+    inserted = conn.execute(
+        pg_insert(conversation_messages)
+        .from_select(
+            [
+                "id",
+                "organization_id",
+                "conversation_id",
+                "direction",
+                "channel",
+                "status",
+                "body",
+                "from_address",
+                "to_address",
+                "external_message_id",
+            ],
+            select(
+                document.c.message_id,
+                document.c.organization_id,
+                document.c.conversation_id,
+                literal(Direction.INBOUND.value, Text),
+                literal(CHANNEL, Text),
+                literal(MessageStatus.RECEIVED.value, Text),
+                document.c.body,
+                document.c.from_address,
+                document.c.to_address,
+                document.c.wamid,
+            ).order_by(document.c.position),
+        )  # fmt: skip
+        .on_conflict_do_nothing(
+            index_elements=["channel", "external_message_id"],
+            index_where=(conversation_messages.c.direction == Direction.INBOUND.value)
+            & conversation_messages.c.external_message_id.is_not(None),
+        )
+        .returning(conversation_messages.c.id, conversation_messages.c.conversation_id)
+    ).all()
+    return {row.id: row.conversation_id for row in inserted}
+
+
+def _move_threads_and_leads(
+    conn: Connection, recorded: dict[uuid.UUID, uuid.UUID], threads: dict[tuple[uuid.UUID, str], uuid.UUID]
+) -> None:
+    """Each thread with new messages: unread + their number, re-opened, last_message_at; its lead stamped."""
+    per_thread = Counter(recorded.values())
+    counts = recordset(
+        "threads",
+        "threads",
+        [{"thread_id": thread_id, "added": added} for thread_id, added in sorted(per_thread.items())],
+        {"thread_id": Uuid, "added": Integer},
+    )
+    moved = conn.execute(
+        update(conversations)
+        .where(conversations.c.id == counts.c.thread_id)
+        .values(
+            unread_count=conversations.c.unread_count + counts.c.added,
+            status=ConversationStatus.OPEN.value,
+            last_message_at=sql_now(),
+            updated_at=sql_now(),
+        )
+        .returning(conversations.c.lead_id)
+    ).all()
+    lead_ids = sorted({row.lead_id for row in moved if row.lead_id is not None})
+    if lead_ids:
+        conn.execute(
+            update(leads).where(leads.c.id == func.any(id_list("lead_ids", lead_ids))).values(last_inbound_at=sql_now())
+        )
+
+
+def _inbound_received(row: dict, thread_id: uuid.UUID) -> DomainEvent:
+    return DomainEvent(
+        type=CONVERSATION_INBOUND_RECEIVED,
+        organization_id=row["organization_id"],
+        aggregate_id=thread_id,
+        payload={
+            "organizationId": str(row["organization_id"]),
+            "conversationId": str(thread_id),
+            "leadId": str(row["lead_id"]),
+            "messageId": str(row["message_id"]),
+            "channel": CHANNEL,
+        },
+    )
