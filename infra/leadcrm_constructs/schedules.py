@@ -24,6 +24,7 @@ DEAL_ROTTING_SWEEP_JOB = "deal_rotting_sweep"
 TICKET_SWEEP_JOB = "ticket_sweep"
 QUEUED_EMAIL_SWEEP_JOB = "queued_email_sweep"
 WEBHOOK_DELIVERY_SWEEP_JOB = "webhook_delivery_sweep"
+ANALYTICS_FOLD_JOB = "analytics_fold"
 
 
 class Schedules(Construct):
@@ -31,7 +32,8 @@ class Schedules(Construct):
     counters among them: they are kept an hour) and the morning digest every 15 minutes (the digest job
     itself picks the organizations whose local morning it is); the deal rotting sweep every hour (thresholds
     are in days); rescoring after a scoring model change every 5 minutes; nurture re-evaluation and the merge
-    snapshot purge hourly; the queued email sweep every 5 minutes; the webhook delivery sweep every minute."""
+    snapshot purge hourly; the queued email sweep every 5 minutes; the webhook delivery sweep and the analytics
+    fold (the leads writers queued, into the report rollups) every minute."""
 
     def __init__(self, scope: Construct, construct_id: str, *, task_lifecycle: lambda_.Function) -> None:
         super().__init__(scope, construct_id)
@@ -112,6 +114,12 @@ class Schedules(Construct):
             job=WEBHOOK_DELIVERY_SWEEP_JOB,
             every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
             description="Send outbound webhook deliveries that are due: retries after their backoff, lost leases",
+        )
+        self.analytics_fold = self._job(
+            "AnalyticsFold",
+            job=ANALYTICS_FOLD_JOB,
+            every=scheduler.ScheduleExpression.rate(Duration.minutes(1)),
+            description="Fold the leads writers queued into the funnel and attribution rollups",
         )
         # The digest, ticket mail and bulk email send through SES (their grant: EmailSending).
 

@@ -42,6 +42,7 @@ JOB_RATES_SECONDS = {
     "bulk_email": 60,
     "queued_email_sweep": 300,
     "webhook_delivery_sweep": 60,
+    "analytics_fold": 60,
 }
 # Outbound webhooks' private addresses allowed locally (a receiver on this machine); unset in AWS.
 LOCAL_WEBHOOK_ALLOW_PRIVATE_HOSTS = "127.0.0.1"

@@ -110,6 +110,7 @@ def funnel(orgId: str, from_: FromDay = None, to: ToDay = None) -> Envelope[Funn
     with UnitOfWork() as uow:
         actor, timezone, period = _scope(uow, orgId, from_, to)
         result = analytics.lead_funnel(uow.connection, actor.organization_id, period, timezone=timezone)
+        uow.commit()  # the rollup fold the report did (analytics.rollup_queue) is not done twice
     return Envelope[FunnelOut](
         data=FunnelOut(
             period=_period_out(period, from_, to, timezone),
@@ -172,6 +173,7 @@ def campaigns(
         report = attribution_report(
             uow.connection, actor.organization_id, period, (from_, to), window, timezone=timezone
         )
+        uow.commit()  # the rollup fold the report did (analytics.rollup_queue) is not done twice
     return Envelope[AttributionReportOut](
         data=AttributionReportOut(
             period=_period_out(period, from_, to, timezone),

@@ -14,6 +14,7 @@ from sqlalchemy import text
 
 from leadcrm.analytics.attribution_report import build_journeys_query, build_rollup_journeys_query
 from leadcrm.analytics.reports import build_analytics_query, build_funnel_query, build_response_times_query
+from leadcrm.analytics.rollup_queue import fold_pending
 from leadcrm.analytics.rollups import build_funnel_rollup_query, local_days
 from leadcrm.analytics.rules.reports import DEFAULT_ATTRIBUTION_WINDOW, Period, period_of
 from leadcrm.platform.db.engine import get_engine
@@ -58,6 +59,7 @@ def _seed(organization_id: uuid.UUID, count: int) -> None:
     with get_engine().begin() as conn:
         for statement in (s for s in _SEED.split(";") if s.strip()):
             conn.execute(text(statement), {"org": organization_id, "count": count, "pipeline": board.pipeline_id})
+        fold_pending(conn, organization_id, limit=count)  # the rollups of what was written, as the job would
 
 
 @pytest.fixture(scope="module")

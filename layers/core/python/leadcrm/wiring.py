@@ -190,6 +190,7 @@ JOBS: dict[str, Callable[[], dict[str, int]]] = {
     "bulk_email": Deferred("leadcrm.conversations.bulk_email", "run_bulk_email"),
     "queued_email_sweep": Deferred("leadcrm.conversations.queued_sweep", "run_queued_email_sweep"),
     "webhook_delivery_sweep": Deferred("leadcrm.integrations.fanout", "run_delivery_sweep"),
+    "analytics_fold": Deferred("leadcrm.analytics.rollup_queue", "run_fold_job"),
 }
 
 

@@ -1,9 +1,9 @@
 """Analytics jobs: rebuilding an organization's rollups from the source rows.
 
-The rollups (migrations 0023 and 0025) are kept by statement triggers in every writer's transaction; this job is the
-recovery path (and the property tests' reference): it drops the organization's facts and rollup rows and
-recomputes them with the same database function the triggers call, from leads, lead_status_events,
-lead_touches and deals.
+The rollups (migrations 0023, 0025, 0032) are kept by folding the leads the writers queued
+(analytics.rollup_queue); this job is the recovery path (and the property tests' reference): under the
+organization's rollup lock it drops the organization's facts, rollup rows and queue, and recomputes them with
+the same database function the fold calls, from leads, lead_status_events, lead_touches and deals.
 """
 
 from __future__ import annotations
@@ -19,13 +19,17 @@ from leadcrm.analytics.tables import (
     analytics_daily_stages,
     analytics_lead_facts,
     analytics_lead_stage_facts,
+    analytics_pending_leads,
 )
+from leadcrm.analytics.rollup_queue import lock_organization_rollups
 
 
 def rebuild_rollups(conn: Connection, organization_id: uuid.UUID) -> int:
     """Recompute the organization's rollups from its source rows; returns how many real leads they count.
     Runs in the caller's transaction: the organization's rollup rows are replaced at once."""
     f = analytics_lead_facts
+    lock_organization_rollups(conn, organization_id)
+    conn.execute(delete(analytics_pending_leads).where(analytics_pending_leads.c.organization_id == organization_id))
     conn.execute(
         delete(analytics_lead_stage_facts).where(
             analytics_lead_stage_facts.c.lead_id.in_(select(f.c.lead_id).where(f.c.organization_id == organization_id))

@@ -31,6 +31,7 @@ from sqlalchemy import (
     text,
 )
 
+from leadcrm.analytics.rollup_queue import fold_pending
 from leadcrm.analytics.rollups import build_funnel_rollup_query, local_days
 from leadcrm.analytics.rules.reports import (
     FUNNEL_RANK,
@@ -258,6 +259,7 @@ def lead_funnel(
     reached: dict[int, int] = {}
     stays: dict[uuid.UUID, Any] = {}
     if days is not None:
+        fold_pending(conn, organization_id)  # what was written before this report, in the rollups it reads
         for row in conn.execute(build_funnel_rollup_query(organization_id, days)).mappings():
             if row["row_kind"] == "reached":
                 reached[int(row["furthest"])] = int(row["current"])

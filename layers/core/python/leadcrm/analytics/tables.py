@@ -46,8 +46,9 @@ campaign_spend = Table(
 )
 
 
-# -- rollups (migration 0023): maintained by the database's statement triggers in each writer's transaction;
-# read by the funnel and the attribution report; rebuilt from the source rows by analytics.jobs. The daily tables
+# -- rollups (migration 0023): the database's statement triggers queue the leads each write touched
+# (analytics_pending_leads, migration 0032) and analytics.rollup_queue folds them into the rollups; read by the
+# funnel and the attribution report; rebuilt from the source rows by analytics.jobs. The daily tables
 # are created WITH (fillfactor = 70) there (their upserts stay HOT updates).
 
 # One row per real lead: its local day of creation, furthest funnel rank, first touch and first win.
@@ -127,4 +128,14 @@ analytics_daily_acquired = Table(
         unique=True,
         postgresql_nulls_not_distinct=True,
     ),
+)
+
+# The leads written since their facts were last folded into the rollups (migration 0032): queued by the
+# triggers, taken (deleted) and refreshed by analytics.rollup_queue.
+analytics_pending_leads = Table(
+    "analytics_pending_leads",
+    metadata,
+    Column("organization_id", Uuid, primary_key=True),
+    Column("lead_id", Uuid, primary_key=True),
+    Column("queued_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
 )
