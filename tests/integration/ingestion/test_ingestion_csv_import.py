@@ -292,7 +292,8 @@ def test_the_file_is_read_as_a_stream_not_all_at_once(staff):
     assert run_import(job_id, worker="w", remaining_ms=remaining, read_file=lazy_file, chunk_rows=100) == (
         RunResult.COMPLETED
     )
-    assert seen_at_commits[0] <= 11  # the first 100 rows committed after ~10 of the 200 chunks were read
+    # The first 100 rows (~10 of the 200 pieces) committed while at most the next two chunks were read ahead.
+    assert seen_at_commits[0] <= 31
     assert _row(job_id)["created_count"] == total_chunks * 10
 
 

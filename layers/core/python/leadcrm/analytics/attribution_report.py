@@ -208,7 +208,8 @@ def attribution_report(
 ) -> AttributionReport:
     """Leads acquired (first touch) in the period, the customers among them (won within `window` of their
     first touch), each campaign's credit under the three models (leads.rules.touches.credit_by_campaign),
-    its spend in the period's days and its CAC. Statements: the rollup fold (analytics.rollup_queue), the journeys, the spend, the campaigns' names."""
+    its spend in the period's days and its CAC. Statements: the rollup fold (analytics.rollup_queue), the
+    journeys, the spend, the campaigns' names."""
     # The per-customer path lookups make the planner's cost estimate large enough to trigger JIT compilation,
     # which costs more (40–100 ms measured on a 100,000-lead organization) than it saves on a query this size.
     # SET LOCAL: for this transaction only.

@@ -13,6 +13,7 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, select, text
 
+from leadcrm.analytics.rollup_queue import lock_organization_rollups
 from leadcrm.analytics.tables import (
     analytics_daily_acquired,
     analytics_daily_funnel,
@@ -21,7 +22,6 @@ from leadcrm.analytics.tables import (
     analytics_lead_stage_facts,
     analytics_pending_leads,
 )
-from leadcrm.analytics.rollup_queue import lock_organization_rollups
 
 
 def rebuild_rollups(conn: Connection, organization_id: uuid.UUID) -> int:

@@ -39,6 +39,7 @@ SPEND_COLUMNS = (
     campaign_spend.c.updated_at,
 )
 
+
 @dataclass(frozen=True)
 class SpendEntry:
     period_start: date
@@ -46,6 +47,7 @@ class SpendEntry:
     amount: Decimal
     currency: str
     note: str | None = None
+
 
 def _lock_campaign(conn: Connection, organization_id: uuid.UUID, campaign_id: uuid.UUID) -> None:
     """The campaign row, locked: spend writes of one campaign queue up, so the overlap check holds."""
@@ -56,6 +58,7 @@ def _lock_campaign(conn: Connection, organization_id: uuid.UUID, campaign_id: uu
     ).first()
     if found is None:
         raise NotFound("Campaign not found.", code="CAMPAIGN_NOT_FOUND")
+
 
 def _check_spend(
     conn: Connection, organization_id: uuid.UUID, campaign_id: uuid.UUID, entry: SpendEntry, skip: uuid.UUID | None
@@ -88,6 +91,7 @@ def _check_spend(
             existingSpendId=str(overlapping),
         )
 
+
 def list_spend(conn: Connection, organization_id: uuid.UUID, campaign_id: uuid.UUID) -> list[dict[str, Any]]:
     """A campaign's spend entries, latest period first (a campaign has one per period: a short list)."""
     if (
@@ -107,6 +111,7 @@ def list_spend(conn: Connection, organization_id: uuid.UUID, campaign_id: uuid.U
             .order_by(campaign_spend.c.period_start.desc(), campaign_spend.c.id.desc())
         ).mappings()
     ]
+
 
 def add_spend(conn: Connection, actor: Actor, campaign_id: uuid.UUID, entry: SpendEntry) -> dict[str, Any]:
     _lock_campaign(conn, actor.organization_id, campaign_id)
@@ -131,6 +136,7 @@ def add_spend(conn: Connection, actor: Actor, campaign_id: uuid.UUID, entry: Spe
         .one()
     )
 
+
 def _spend_row(conn: Connection, organization_id: uuid.UUID, campaign_id: uuid.UUID, spend_id: uuid.UUID) -> dict:
     row = (
         conn.execute(
@@ -146,6 +152,7 @@ def _spend_row(conn: Connection, organization_id: uuid.UUID, campaign_id: uuid.U
     if row is None:
         raise NotFound("Spend entry not found.", code="SPEND_NOT_FOUND")
     return dict(row)
+
 
 def change_spend(
     conn: Connection, actor: Actor, campaign_id: uuid.UUID, spend_id: uuid.UUID, changes: dict[str, Any]
@@ -178,6 +185,7 @@ def change_spend(
         .mappings()
         .one()
     )
+
 
 def remove_spend(conn: Connection, actor: Actor, campaign_id: uuid.UUID, spend_id: uuid.UUID) -> None:
     deleted = conn.execute(

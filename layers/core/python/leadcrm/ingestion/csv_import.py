@@ -34,8 +34,10 @@ logger = logging.getLogger(__name__)
 IMPORT_KIND = "lead_import"  # the ingestion queue message that runs (or continues) a job
 IMPORT_CHANNEL = IMPORT_SOURCE = "import"
 # Each chunk takes up to two advisory locks per row (dedup's person keys) and PostgreSQL's shared lock table
-# holds max_locks_per_transaction × max_connections entries (6,400 by default): 500 rows stay well inside.
-CHUNK_ROWS = 500
+# holds max_locks_per_transaction × max_connections entries (6,400 by default; Aurora's max_connections is far
+# higher): 1,000 rows (2,000 locks) leave room for two more imports at once. A chunk has a fixed cost (~25 ms:
+# its lease check, staging table, commit), which 500-row chunks paid twice as often for ~25 % of the import.
+CHUNK_ROWS = 1_000
 MAX_FILE_BYTES = 50 * 1024 * 1024
 LEASE_SECONDS = 120
 # Stop and hand the rest to a new invocation when less than this is left of the function's time.
@@ -130,14 +132,6 @@ def start_import(uow: UnitOfWork, actor: Actor, job_id: uuid.UUID) -> dict[str, 
     return job
 
 
-
-
-
-
-
-
-
-
 def _job_for_update(conn: Connection, organization_id: uuid.UUID, job_id: uuid.UUID) -> dict[str, Any]:
     row = (
         conn.execute(
@@ -170,38 +164,4 @@ def _set(conn: Connection, job_id: uuid.UUID, **values: Any) -> dict[str, Any]:
 # --- the run (ingestion function) ------------------------------------------------------------------------
 
 
-
-
-
-
 ChunkSource = Callable[[str], Iterable[bytes]]
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-

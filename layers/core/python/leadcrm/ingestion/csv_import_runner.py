@@ -36,21 +36,23 @@ from leadcrm.ingestion.rules.csv_import import (
     ImportFileError,
     ImportRow,
     PeopleIndex,
+    PersonKeys,
     decoded_lines,
     parse_row,
-    phone_lookup_key,
+    person_keys,
     resolve_columns,
 )
 from leadcrm.ingestion.tables import lead_import_jobs
 from leadcrm.leads.assignment import assign_new_leads
 from leadcrm.leads.dedup import CANDIDATE_LIMIT
-from leadcrm.leads.rules.intake import dedup_lock_keys, normalized_email
+from leadcrm.leads.rules.intake import dedup_lock_keys
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
 from leadcrm.platform.db.copy import NULL, copy_fields, copy_value
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.ids import uuid7_texts
+from leadcrm.platform.prefetch import Prefetched
 
 
 class RunResult(StrEnum):
@@ -58,6 +60,7 @@ class RunResult(StrEnum):
     FAILED = "failed"  # the file as a whole cannot be imported (reported on the job)
     PAUSED = "paused"  # out of time: a continuation was queued
     SKIPPED = "skipped"  # another run holds the job, or it is not runnable (finished, not started)
+
 
 @dataclass(frozen=True)
 class _Claim:
@@ -67,6 +70,7 @@ class _Claim:
     mapping: dict[str, str]
     rows_processed: int
     apply_assignment_rules: bool = False
+
 
 def run_import(
     job_id: uuid.UUID,
@@ -89,14 +93,17 @@ def run_import(
             raise ImportFileError("EMPTY_FILE", "The file is empty.")
         columns = resolve_columns(header, claim.mapping)
         _skip(rows, position)  # committed by an earlier run
-        for chunk in _prepared_chunks(rows, header, columns, position, chunk_rows):
-            if not _commit_chunk(job_id, worker, claim, position, chunk):
-                return RunResult.SKIPPED  # the lease passed to another run, which carries on
-            position += len(chunk)
-            if remaining_ms() < STOP_WHEN_REMAINING_MS:
-                _release(job_id, worker)
-                ingestion_queue.enqueue(IMPORT_KIND, {"jobId": str(job_id)})
-                return RunResult.PAUSED
+        # The next chunk is read and checked while PostgreSQL writes this one.
+        chunks_read = _prepared_chunks(claim.organization_id, rows, header, columns, position, chunk_rows)
+        with Prefetched(chunks_read) as chunks:
+            for chunk in chunks:
+                if not _commit_chunk(job_id, worker, claim, position, chunk):
+                    return RunResult.SKIPPED  # the lease passed to another run, which carries on
+                position += len(chunk)
+                if remaining_ms() < STOP_WHEN_REMAINING_MS:
+                    _release(job_id, worker)
+                    ingestion_queue.enqueue(IMPORT_KIND, {"jobId": str(job_id)})
+                    return RunResult.PAUSED
     except ImportFileError as error:
         _fail(job_id, worker, error.code, error.message)
         return RunResult.FAILED
@@ -114,6 +121,7 @@ def run_import(
     _complete(job_id, worker, claim)
     return RunResult.COMPLETED
 
+
 def _skip(rows: Iterable[list[str]], count: int) -> None:
     for _ in islice(rows, count):
         pass
@@ -121,17 +129,24 @@ def _skip(rows: Iterable[list[str]], count: int) -> None:
 
 @dataclass(frozen=True)
 class _Staged:
-    """A data row, checked, and what the staging table needs of it if it makes a lead: its new ids and its
-    values from `name` to `cells`, in COPY text, each serialized once (the chunk's transaction only adds
-    the outcome, which dedup decides under the chunk's locks)."""
+    """A data row, checked, and what the chunk's transaction needs of it if it makes a lead: its new ids, its
+    values from `name` to `cells` in COPY text (each serialized once), its dedup keys and person locks (the
+    transaction only adds the outcome, which dedup decides under the chunk's locks)."""
 
     row: ImportRow
     lead_id: str | None = None
     lead_fields: str | None = None
+    person: PersonKeys | None = None
+    lock_keys: tuple[int, ...] = ()
 
 
 def _prepared_chunks(
-    rows: Iterator[list[str]], header: list[str], columns: Columns, position: int, chunk_rows: int
+    organization_id: uuid.UUID,
+    rows: Iterator[list[str]],
+    header: list[str],
+    columns: Columns,
+    position: int,
+    chunk_rows: int,
 ) -> Iterator[list[_Staged]]:
     while batch := list(islice(rows, chunk_rows)):
         chunk = []
@@ -147,8 +162,17 @@ def _prepared_chunks(
             event_id, receipt_id, touch_id, lead_id = ids[4 * index : 4 * index + 4]
             given = copy_fields((row.name, row.email, row.phone, row.note, row.locale))
             receipt = copy_value(json.dumps(dict(zip(header, cells, strict=False))))
-            chunk.append(_Staged(row, lead_id, f"{given}\t{event_id}\t{receipt_id}\t{touch_id}\t{receipt}"))
+            chunk.append(
+                _Staged(
+                    row,
+                    lead_id,
+                    f"{given}\t{event_id}\t{receipt_id}\t{touch_id}\t{receipt}",
+                    person_keys(row.email, row.phone),
+                    tuple(dedup_lock_keys(organization_id, row.email, row.phone)),
+                )
+            )
         yield chunk
+
 
 def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
     """Take the job's lease: a queued job, or a running one whose lease lapsed (its run died) or is ours."""
@@ -190,6 +214,7 @@ def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
         row.apply_assignment_rules,
     )
 
+
 def _holds_lease(conn: Connection, job_id: uuid.UUID, worker: str, position: int) -> bool:
     """Under the job's row lock: still ours, and nobody moved the checkpoint since we read it."""
     row = conn.execute(
@@ -198,6 +223,7 @@ def _holds_lease(conn: Connection, job_id: uuid.UUID, worker: str, position: int
         .with_for_update()
     ).one()
     return row.lease_owner == worker and row.rows_processed == position and row.status == RUNNING
+
 
 def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, chunk: list[_Staged]) -> bool:
     """One chunk in one transaction: its new leads, its report rows and the checkpoint after it.
@@ -209,8 +235,8 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
         conn = uow.connection
         if not _holds_lease(conn, job_id, worker, position):
             return False
-        valid = [staged.row for staged in chunk if staged.row.valid]
-        _lock_people(conn, org, valid)
+        valid = [staged for staged in chunk if staged.person is not None]
+        _lock_people(conn, valid)
         people = _existing_people(conn, org, valid)
         lines: list[str] = []
         counts = {"created": 0, "duplicate": 0, "invalid": 0}
@@ -221,12 +247,13 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
                 counts["invalid"] += 1
                 lines.append(copy_fields((number, "invalid", None, None, json.dumps(row.errors))) + _NO_LEAD)
                 continue
-            existing = people.match(row.email, row.phone)
+            assert staged.person is not None  # a row that makes a lead has its keys
+            existing = people.match(staged.person)
             if existing is not None:
                 counts["duplicate"] += 1
                 lines.append(copy_fields((number, "duplicate", None, str(existing), None)) + _NO_LEAD)
                 continue
-            people.add(staged.lead_id, row.email, row.phone)
+            people.add(staged.lead_id, staged.person)
             counts["created"] += 1
             if claim.apply_assignment_rules:  # what the rules need (UUIDs made only for them)
                 created[uuid.UUID(staged.lead_id)] = row.locale
@@ -255,10 +282,11 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
 
 _NO_LEAD = f"\t{NULL}" * 9 + "\n"  # name … cells of a row that makes no lead
 
-def _lock_people(conn: Connection, organization_id: uuid.UUID, rows: list[ImportRow]) -> None:
+
+def _lock_people(conn: Connection, rows: list[_Staged]) -> None:
     """Dedup's person locks for every row of the chunk, in one statement and in the global key order, so a
     capture or staff create of the same person waits for the chunk (and the chunk for it), never both."""
-    keys = sorted({key for row in rows for key in dedup_lock_keys(organization_id, row.email, row.phone)})
+    keys = sorted({key for staged in rows for key in staged.lock_keys})
     if keys:
         conn.execute(
             text(
@@ -268,12 +296,14 @@ def _lock_people(conn: Connection, organization_id: uuid.UUID, rows: list[Import
             {"keys": json.dumps(keys)},
         )
 
-def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[ImportRow]) -> PeopleIndex:
+
+def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[_Staged]) -> PeopleIndex:
     """The organization's leads any row may be, in one query on the dedup indexes (lower(email), the phone's
     last seven digits), oldest first, with the organization's region for comparing phones."""
     people = PeopleIndex(organization_phone_region(conn, organization_id))
-    emails = sorted({key for row in rows if (key := normalized_email(row.email)) is not None})
-    phone_keys = sorted({key for row in rows if (key := phone_lookup_key(row.phone)) is not None})
+    persons = [staged.person for staged in rows if staged.person is not None]
+    emails = sorted({person.email_key for person in persons if person.email_key is not None})
+    phone_keys = sorted({person.phone_key for person in persons if person.phone_key is not None})
     if not emails and not phone_keys:
         return people
     # One index probe per key, whatever the statistics say: for an organization they do not know yet (its
@@ -297,8 +327,9 @@ def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[Im
         },
     )
     for lead in sorted(found, key=lambda row: (row.created_at, row.id)):
-        people.add(lead.id, lead.email, lead.phone)
+        people.add(lead.id, person_keys(lead.email, lead.phone))
     return people
+
 
 def _release(job_id: uuid.UUID, worker: str) -> None:
     """Hand the job back (still running) so the continuation can take it at once."""
@@ -309,6 +340,7 @@ def _release(job_id: uuid.UUID, worker: str) -> None:
             .values(lease_owner=None, lease_until=None, updated_at=sql_now())
         )
         uow.commit()
+
 
 def _fail(job_id: uuid.UUID, worker: str, code: str, message: str) -> None:
     with UnitOfWork() as uow:
@@ -327,6 +359,7 @@ def _fail(job_id: uuid.UUID, worker: str, code: str, message: str) -> None:
         )
         uow.commit()
     logger.info("lead import failed", extra={"jobId": str(job_id), "code": code})
+
 
 def _complete(job_id: uuid.UUID, worker: str, claim: _Claim) -> None:
     with UnitOfWork() as uow:

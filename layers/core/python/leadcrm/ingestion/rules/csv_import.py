@@ -195,6 +195,20 @@ def _valid_phone(phone: str) -> bool:
     return len(phone) <= MAX_PHONE_LENGTH and bool(_PHONE.match(phone)) and len(digits) >= MIN_PHONE_DIGITS
 
 
+@dataclass(frozen=True)
+class PersonKeys:
+    """What dedup compares of a person, worked out once: the normalized email, the phone as typed and its
+    lookup key (made in the import's read-ahead thread, off the chunk's transaction)."""
+
+    email_key: str | None
+    phone: str | None
+    phone_key: str | None
+
+
+def person_keys(email: str | None, phone: str | None) -> PersonKeys:
+    return PersonKeys(normalized_email(email), phone, phone_lookup_key(phone) if phone is not None else None)
+
+
 class PeopleIndex:
     """Who a chunk's rows may duplicate: the organization's matching leads (oldest first), then the rows of
     the file already accepted. Matching is dedup's: the same email (case-insensitive), or the same phone
@@ -205,17 +219,18 @@ class PeopleIndex:
         self._by_email: dict[str, object] = {}
         self._by_phone: dict[str, list[tuple[str, object]]] = {}
 
-    def add(self, lead_id: object, email: str | None, phone: str | None) -> None:
-        if (email_key := normalized_email(email)) is not None:
-            self._by_email.setdefault(email_key, lead_id)
-        if phone is not None and (key := phone_lookup_key(phone)) is not None:
-            self._by_phone.setdefault(key, []).append((phone, lead_id))
+    def add(self, lead_id: object, person: PersonKeys) -> None:
+        if person.email_key is not None:
+            self._by_email.setdefault(person.email_key, lead_id)
+        if person.phone is not None and person.phone_key is not None:
+            self._by_phone.setdefault(person.phone_key, []).append((person.phone, lead_id))
 
-    def match(self, email: str | None, phone: str | None) -> object | None:
-        if (email_key := normalized_email(email)) is not None and email_key in self._by_email:
-            return self._by_email[email_key]
-        if phone is not None and (key := phone_lookup_key(phone)) is not None:
-            for known, lead_id in self._by_phone.get(key, ()):
+    def match(self, person: PersonKeys) -> object | None:
+        if person.email_key is not None and person.email_key in self._by_email:
+            return self._by_email[person.email_key]
+        phone = person.phone
+        if phone is not None and person.phone_key is not None:
+            for known, lead_id in self._by_phone.get(person.phone_key, ()):
                 # The same text is the same number (it has digits: it has a lookup key), without phonenumbers'
                 # parse of both (~0.1 ms): a re-imported file's phones are mostly the leads' own text.
                 if phone == known or same_phone(phone, known, self._region):
