@@ -15,7 +15,8 @@ from itertools import islice
 
 from sqlalchemy import Connection, func, select, text, update
 
-from leadcrm.directory.queries import organization_phone_region
+from leadcrm.directory.rules import phone_region
+from leadcrm.directory.tables import organizations
 from leadcrm.ingestion.csv_import import (
     CHUNK_ROWS,
     COMPLETED,
@@ -70,6 +71,7 @@ class _Claim:
     mapping: dict[str, str]
     rows_processed: int
     apply_assignment_rules: bool = False
+    phone_region: str | None = None  # the organization's, read once a run (directory.rules.phone_region)
 
 
 def run_import(
@@ -180,6 +182,7 @@ def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
         row = uow.connection.execute(
             update(lead_import_jobs)
             .where(
+                organizations.c.id == lead_import_jobs.c.organization_id,
                 lead_import_jobs.c.id == job_id,
                 lead_import_jobs.c.status.in_((QUEUED, RUNNING)),
                 (lead_import_jobs.c.lease_until.is_(None))
@@ -200,6 +203,8 @@ def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
                 lead_import_jobs.c.column_mapping,
                 lead_import_jobs.c.rows_processed,
                 lead_import_jobs.c.apply_assignment_rules,
+                organizations.c.country_code,
+                organizations.c.timezone,
             )
         ).first()
         uow.commit()
@@ -212,6 +217,7 @@ def _claim(job_id: uuid.UUID, worker: str) -> _Claim | None:
         dict(row.column_mapping or {}),
         row.rows_processed,
         row.apply_assignment_rules,
+        phone_region(row.country_code, row.timezone),
     )
 
 
@@ -237,7 +243,7 @@ def _commit_chunk(job_id: uuid.UUID, worker: str, claim: _Claim, position: int, 
             return False
         valid = [staged for staged in chunk if staged.person is not None]
         _lock_people(conn, valid)
-        people = _existing_people(conn, org, valid)
+        people = _existing_people(conn, org, claim.phone_region, valid)
         lines: list[str] = []
         counts = {"created": 0, "duplicate": 0, "invalid": 0}
         created: dict[uuid.UUID, str | None] = {}  # the chunk's new leads and their locales, for assignment
@@ -297,10 +303,12 @@ def _lock_people(conn: Connection, rows: list[_Staged]) -> None:
         )
 
 
-def _existing_people(conn: Connection, organization_id: uuid.UUID, rows: list[_Staged]) -> PeopleIndex:
+def _existing_people(
+    conn: Connection, organization_id: uuid.UUID, region: str | None, rows: list[_Staged]
+) -> PeopleIndex:
     """The organization's leads any row may be, in one query on the dedup indexes (lower(email), the phone's
     last seven digits), oldest first, with the organization's region for comparing phones."""
-    people = PeopleIndex(organization_phone_region(conn, organization_id))
+    people = PeopleIndex(region)
     persons = [staged.person for staged in rows if staged.person is not None]
     emails = sorted({person.email_key for person in persons if person.email_key is not None})
     phone_keys = sorted({person.phone_key for person in persons if person.phone_key is not None})
