@@ -37,7 +37,7 @@ from bench.scenarios import (
     measure_list_shape,
     plan_summary,
 )
-from bench.seed import FULL, QUICK, Scale, seed, vacuum
+from bench.seed import FULL, QUICK, Scale, fold_rollups, seed, vacuum
 from leadcrm.platform.db.engine import get_engine, pg8000_url
 
 RESULTS = Path(__file__).with_name("results.json")
@@ -178,6 +178,7 @@ def main() -> int:
         try:
             seeded = seed(seed_engine, scale, log)
             seed_attention(seed_engine, seeded.big_org_id, log)
+            fold_rollups(seed_engine, log)
             vacuum(seed_engine, log)
         finally:
             seed_engine.dispose()
