@@ -119,7 +119,7 @@ def seed(engine: Engine, scale: Scale, log: Any = print) -> Seeded:
 
 
 ANALYTICS_TABLES = (
-    "analytics_pending_leads",
+    "analytics_pending_batches",
     "analytics_lead_facts",
     "analytics_lead_stage_facts",
     "analytics_daily_funnel",
@@ -133,11 +133,17 @@ def fold_rollups(engine: Engine, log: Any = print) -> None:
     analytics.rollup_queue), folded at once, so no measured report pays for the seed's writes."""
     started = time.perf_counter()
     with engine.begin() as conn:
-        queued = conn.execute(text("SELECT count(*) FROM analytics_pending_leads")).scalar_one()
+        queued = conn.execute(
+            text("SELECT coalesce(sum(cardinality(lead_ids)), 0) FROM analytics_pending_batches")
+        ).scalar_one()
         if not queued:
             return
-        conn.execute(text("SELECT analytics_refresh_leads(ARRAY(SELECT lead_id FROM analytics_pending_leads))"))
-        conn.execute(text("DELETE FROM analytics_pending_leads"))
+        conn.execute(
+            text(
+                "SELECT analytics_refresh_leads(ARRAY(SELECT DISTINCT unnest(lead_ids) FROM analytics_pending_batches))"
+            )
+        )
+        conn.execute(text("DELETE FROM analytics_pending_batches"))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         conn.execute(text(f"VACUUM (ANALYZE) {', '.join(ANALYTICS_TABLES)}"))
     log(f"seed: {'analytics rollups':<40} {time.perf_counter() - started:7.1f} s  {queued:,} leads")

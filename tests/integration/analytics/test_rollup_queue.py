@@ -6,14 +6,17 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import func, select, update
+import pytest
+from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy.exc import DBAPIError
 
 from leadcrm.analytics.jobs import rebuild_rollups, rollup_snapshot
 from leadcrm.analytics.rollup_queue import fold_pending, run_fold_job
-from leadcrm.analytics.tables import analytics_daily_funnel, analytics_lead_facts, analytics_pending_leads
-from leadcrm.directory.tables import organizations
+from leadcrm.analytics.tables import analytics_daily_funnel, analytics_lead_facts, analytics_pending_batches
+from leadcrm.directory.tables import organizations, users
 from leadcrm.platform.db.engine import get_engine
 from tests.support.analytics_helpers import get_analytics
+from tests.support.api import call_api, leads_path
 from tests.support.events import lambda_context
 from tests.support.factories import make_caller
 from tests.support.lead_list_helpers import make_board
@@ -25,8 +28,8 @@ def _queued(organization_id: uuid.UUID) -> set[str]:
         return {
             str(lead_id)
             for lead_id in conn.execute(
-                select(analytics_pending_leads.c.lead_id).where(
-                    analytics_pending_leads.c.organization_id == organization_id
+                select(func.unnest(analytics_pending_batches.c.lead_ids)).where(
+                    analytics_pending_batches.c.organization_id == organization_id
                 )
             ).scalars()
         }
@@ -74,11 +77,12 @@ def test_a_fold_with_nothing_queued_changes_nothing():
     assert _fold(owner.org_id) == 0
 
 
-def test_a_fold_takes_no_more_than_its_limit_and_the_rest_stays_queued():
-    owner, leads = _owner_with_leads(3)
-    assert _fold(owner.org_id, limit=2) == 2
-    assert len(_queued(owner.org_id)) == 1
-    assert _fold(owner.org_id) == 1
+def test_a_fold_refreshes_no_more_than_its_limit_and_the_rest_stays_queued():
+    owner, _ = _owner_with_leads(3)
+    assert 1 <= _fold(owner.org_id, limit=2) <= 2
+    assert _queued(owner.org_id)
+    _fold(owner.org_id)
+    assert _queued(owner.org_id) == set()
 
 
 def test_a_lead_written_after_its_fold_is_queued_again():
@@ -155,3 +159,46 @@ def test_the_job_runs_through_task_lifecycle_on_its_schedule_payload():
             )
         ).scalar_one()
     assert reached == 1
+
+
+def test_a_statement_queues_one_row_for_all_its_leads():
+    owner = make_caller(role="owner")
+    board = make_board(owner.org_id, default=True)
+    leads = [create_lead(owner, f"Moved {n}")["id"] for n in range(3)]
+    _fold(owner.org_id)
+    response = call_api(
+        "POST",
+        f"{leads_path(owner.org_id)}/bulk-move-stage",
+        sub=owner.sub,
+        body={"stageId": str(board.stages["contacted"]), "leadIds": leads},
+    )
+    assert response.status == 200, response.body
+    with get_engine().connect() as conn:
+        rows = (
+            conn.execute(
+                select(analytics_pending_batches.c.lead_ids).where(
+                    analytics_pending_batches.c.organization_id == owner.org_id
+                )
+            )
+            .scalars()
+            .all()
+        )
+    assert [sorted(map(str, row)) for row in rows] == [sorted(leads)]
+
+
+def test_a_fold_splits_a_batch_larger_than_its_limit_and_keeps_the_rest_queued():
+    owner, leads = _owner_with_leads(1)
+    _fold(owner.org_id)
+    more = [str(uuid.uuid4()) for _ in range(4)]
+    with get_engine().begin() as conn:
+        conn.execute(insert(analytics_pending_batches).values(organization_id=owner.org_id, lead_ids=[*leads, *more]))
+    assert _fold(owner.org_id, limit=2) == 2
+    assert len(_queued(owner.org_id)) == 3
+    assert _fold(owner.org_id) == 3
+    assert _queued(owner.org_id) == set()
+
+
+def test_users_are_never_deleted_so_histories_keep_naming_them():
+    owner = make_caller(role="owner")
+    with pytest.raises(DBAPIError, match="users are never deleted"), get_engine().begin() as conn:
+        conn.execute(delete(users).where(users.c.id == owner.user.id))

@@ -20,7 +20,7 @@ from leadcrm.analytics.tables import (
     analytics_daily_stages,
     analytics_lead_facts,
     analytics_lead_stage_facts,
-    analytics_pending_leads,
+    analytics_pending_batches,
 )
 
 
@@ -29,7 +29,9 @@ def rebuild_rollups(conn: Connection, organization_id: uuid.UUID) -> int:
     Runs in the caller's transaction: the organization's rollup rows are replaced at once."""
     f = analytics_lead_facts
     lock_organization_rollups(conn, organization_id)
-    conn.execute(delete(analytics_pending_leads).where(analytics_pending_leads.c.organization_id == organization_id))
+    conn.execute(
+        delete(analytics_pending_batches).where(analytics_pending_batches.c.organization_id == organization_id)
+    )
     conn.execute(
         delete(analytics_lead_stage_facts).where(
             analytics_lead_stage_facts.c.lead_id.in_(select(f.c.lead_id).where(f.c.organization_id == organization_id))

@@ -1,11 +1,12 @@
-"""Folding the queued leads into the analytics rollups (migration 0032).
+"""Folding the queued leads into the analytics rollups (migrations 0032, 0033).
 
-Writers pay only for queueing the leads a statement touched (the triggers insert them into
-`analytics_pending_leads`); this module is the consumer. A fold (`analytics_fold_pending`, in the database)
-takes batches of one organization's queued leads, deleting them, and refreshes them from the source rows with
-`analytics_refresh_leads` in the same transaction, so the rollups keep equal to a rebuild. The organization's
-advisory lock (`analytics_lock_organization`) serializes its folds and its rebuild. A writer that touches a
-lead while a fold holds it queues it again once the fold commits: what a fold could not see is folded next.
+Writers pay only for queueing the leads a statement touched: the triggers insert one row per statement and
+organization into `analytics_pending_batches`, the lead ids as an array. This module is the consumer. A fold
+(`analytics_fold_pending`, in the database) takes one organization's batches, oldest first, deleting them,
+and refreshes their leads from the source rows with `analytics_refresh_leads` in the same transaction, so the
+rollups keep equal to a rebuild. The organization's advisory lock (`analytics_lock_organization`) serializes
+its folds and its rebuild; writers only insert batches, so they never wait for a fold, and what a fold could
+not see (written after it began) is in a batch it did not take.
 
 Who folds: the `analytics_fold` job, every minute, for every organization; and each report, for its own
 organization and up to `FOLD_ON_READ` leads, before it reads the rollups. So a report shows everything
@@ -21,7 +22,7 @@ from collections.abc import Callable
 
 from sqlalchemy import Connection, func, select
 
-from leadcrm.analytics.tables import analytics_pending_leads
+from leadcrm.analytics.tables import analytics_pending_batches
 from leadcrm.platform.db.transactions import transaction
 
 FOLD_BATCH = 2_000  # leads per transaction of the job (the database function refreshes 2,000 per statement)
@@ -46,7 +47,7 @@ def run_fold_job(*, seconds: float = JOB_SECONDS, clock: Callable[[], float] = t
     folded or the time budget is spent (the next run carries on)."""
     deadline = clock() + seconds
     with transaction() as conn:
-        organizations = list(conn.execute(select(analytics_pending_leads.c.organization_id).distinct()).scalars())
+        organizations = list(conn.execute(select(analytics_pending_batches.c.organization_id).distinct()).scalars())
     folded = 0
     for organization_id in organizations:
         while clock() < deadline:
@@ -56,5 +57,7 @@ def run_fold_job(*, seconds: float = JOB_SECONDS, clock: Callable[[], float] = t
             if taken < FOLD_BATCH:
                 break
     with transaction() as conn:
-        left = conn.execute(select(func.count()).select_from(analytics_pending_leads)).scalar_one()
+        left = conn.execute(
+            select(func.coalesce(func.sum(func.cardinality(analytics_pending_batches.c.lead_ids)), 0))
+        ).scalar_one()
     return {"organizations": len(organizations), "folded": folded, "pending": left}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from sqlalchemy import (
+    ARRAY,
     BigInteger,
     CheckConstraint,
     Column,
     Date,
     DateTime,
     ForeignKey,
+    Identity,
     Index,
     Integer,
     Numeric,
@@ -47,9 +49,9 @@ campaign_spend = Table(
 
 
 # -- rollups (migration 0023): the database's statement triggers queue the leads each write touched
-# (analytics_pending_leads, migration 0032) and analytics.rollup_queue folds them into the rollups; read by the
-# funnel and the attribution report; rebuilt from the source rows by analytics.jobs. The daily tables
-# are created WITH (fillfactor = 70) there (their upserts stay HOT updates).
+# (analytics_pending_batches, migrations 0032 and 0033) and analytics.rollup_queue folds them into the
+# rollups; read by the funnel and the attribution report; rebuilt from the source rows by analytics.jobs.
+# The daily tables are created WITH (fillfactor = 70) there (their upserts stay HOT updates).
 
 # One row per real lead: its local day of creation, furthest funnel rank, first touch and first win.
 analytics_lead_facts = Table(
@@ -130,12 +132,14 @@ analytics_daily_acquired = Table(
     ),
 )
 
-# The leads written since their facts were last folded into the rollups (migration 0032): queued by the
-# triggers, taken (deleted) and refreshed by analytics.rollup_queue.
-analytics_pending_leads = Table(
-    "analytics_pending_leads",
+# The leads written since their facts were last folded into the rollups (migrations 0032, 0033): one row per
+# writing statement and organization, queued by the triggers, taken (deleted) and refreshed by
+# analytics.rollup_queue.
+analytics_pending_batches = Table(
+    "analytics_pending_batches",
     metadata,
     Column("organization_id", Uuid, primary_key=True),
-    Column("lead_id", Uuid, primary_key=True),
+    Column("id", BigInteger, Identity(always=True), primary_key=True),
+    Column("lead_ids", ARRAY(Uuid), nullable=False),
     Column("queued_at", DateTime(timezone=True), nullable=False, server_default=text("now()")),
 )

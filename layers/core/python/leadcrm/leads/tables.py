@@ -336,7 +336,9 @@ lead_status_events = Table(
     Column("to_status", Text, nullable=False),
     Column("from_stage_id", Uuid),
     Column("to_stage_id", Uuid),
-    Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    # The acting user: no foreign key (migration 0033): users are never deleted (a trigger refuses it),
+    # and history rows are written by the thousand.
+    Column("actor_user_id", Uuid),
     # Why the lead moved, when the move needs one (the lost reason): the history keeps every reason.
     Column("reason", Text),
     stamp_column("changed_at"),
@@ -378,7 +380,9 @@ lead_activity_events = Table(
     ),
     Column("type", Text, nullable=False),
     Column("payload", JSONB, nullable=False, server_default=text("'{}'::jsonb")),
-    Column("actor_user_id", Uuid, ForeignKey("users.id", ondelete="SET NULL")),
+    # The acting user: no foreign key (migration 0033): users are never deleted (a trigger refuses it),
+    # and history rows are written by the thousand.
+    Column("actor_user_id", Uuid),
     # The event that caused this entry, when a consumer wrote it: a redelivery records nothing more.
     Column("source_event_id", Uuid),
     stamp_column("occurred_at"),
