@@ -3,21 +3,30 @@
 The same rules as a single move (`plan_bulk_move`), written set-based: the leads are taken in id order (two
 bulk requests over overlapping leads queue instead of deadlocking), and the rows written are those of
 `leads.moves` (status events, `lead.status_changed` on a category change, `stage_moved` entries).
+
+Python does nothing per lead but name it: the lock hands the leads back grouped by what the rules read (a
+handful of groups whatever their number), the rules decide once per group, and one statement writes every
+lead's rows from a document of the groups, PostgreSQL making each row's id (`platform.db.ids.sql_uuid7`)
+and, past what the request publishes itself, each `lead.status_changed` outbox row.
 """
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     Connection,
+    Integer,
     Text,
     Uuid,
+    bindparam,
     case,
     cast,
+    column,
     false,
     func,
     insert,
@@ -28,15 +37,10 @@ from sqlalchemy import (
     true,
     update,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.moves import (
-    STAGE_MOVED,
-    id_list,
-    refusal_error,
-    status_changed_events,
-)
+from leadcrm.leads.moves import STAGE_MOVED, refusal_error, status_changed_events
 from leadcrm.leads.rules.moves import (
     CATEGORY_OF,
     BulkCandidate,
@@ -50,16 +54,35 @@ from leadcrm.leads.rules.moves import (
 from leadcrm.leads.tables import lead_activity_events, lead_pipeline_placements, lead_status_events, leads
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, resolve_stage
+from leadcrm.platform.db.ids import sql_uuid7
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
-from leadcrm.platform.ids import uuid7
+from leadcrm.platform.events import LEAD_STATUS_CHANGED
+from leadcrm.platform.ids import uuid7_block
+from leadcrm.platform.tables import outbox
 
 
 @dataclass(frozen=True)
 class BulkMoveResult:
     moved: list[uuid.UUID]
     skipped: list[tuple[uuid.UUID, str]]
+
+
+@dataclass(frozen=True)
+class _Group:
+    """Requested leads that stand alike for the rules, as the lock read them: the same primary placement,
+    category and conversion, the same secondary placement stage in the target pipeline, and (only when the
+    target is lost, where a lost lead keeps its own) the same lost reason. `pipeline_id` None: not leads of
+    the organization. `positions`: where its leads are in the request."""
+
+    pipeline_id: uuid.UUID | None
+    stage_id: uuid.UUID | None
+    status: str | None
+    converted: bool | None
+    lost_reason: str | None
+    placement_stage_id: uuid.UUID | None
+    positions: list[int]
 
 
 def bulk_move_stage(
@@ -77,120 +100,220 @@ def bulk_move_stage(
     lead.status_changed per category change); leads with a secondary placement there move it (one UPDATE).
     Unconverted leads aimed at a converted stage, leads not in the pipeline and ids that are not leads of
     the organization are skipped and reported. A move into lost needs `lost_reason` (400 otherwise).
+
+    The lock hands back the leads grouped by what the rules read, and the rules (`plan_bulk_move`) decide
+    once per group, each group standing for its leads: Python does nothing per lead but name it.
     """
     conn = uow.connection
     target = resolve_stage(conn, actor.organization_id, stage_id)
     if target.archived_at is not None:
         raise refusal_error(MoveRefusal.STAGE_ARCHIVED)
     requested = list(distinct_in_order(lead_ids))
-    candidates = _lock_bulk_candidates(conn, actor.organization_id, target.pipeline_id, requested)
+    id_texts = [str(lead_id) for lead_id in requested]
+    groups = _lock_bulk_groups(conn, actor.organization_id, target, id_texts)
+    # Each group is planned as one lead, its first: the same rules, once per group instead of once per lead.
+    group_of = {requested[group.positions[0]]: group for group in groups}
+    candidates = {
+        first: BulkCandidate(
+            lead_id=first,
+            position=LeadPosition(
+                first, g.pipeline_id, g.stage_id, CATEGORY_OF[g.status], bool(g.converted), g.lost_reason
+            ),
+            placement_stage_id=g.placement_stage_id,
+        )
+        for first, g in group_of.items()
+        if g.pipeline_id is not None and g.stage_id is not None and g.status is not None
+    }
     try:
-        plan = plan_bulk_move(requested, candidates, target, lost_reason)
+        plan = plan_bulk_move(list(group_of), candidates, target, lost_reason)
     except MoveRefused as refused:
         raise refusal_error(refused.refusal) from None
 
-    for event in status_changed_events(actor, plan.primary_moves):
-        uow.add_event(event)
-    if plan.primary_moves or plan.secondary_moves:
-        uow.execute_with_events(_bulk_move_statement(actor, target, plan.primary_moves, plan.secondary_moves))
-    return BulkMoveResult(moved=plan.moved, skipped=plan.skipped)
+    primary = [(move, group_of[move.lead_id].positions) for move in plan.primary_moves]
+    secondary = [(from_stage, group_of[first].positions) for first, from_stage in plan.secondary_moves]
+    moved = sorted(
+        position
+        for positions in (
+            *(p for _, p in primary),
+            *(p for _, p in secondary),
+            *(group_of[first].positions for first in plan.unchanged),
+        )
+        for position in positions
+    )
+    skipped = sorted((position, reason) for first, reason in plan.skipped for position in group_of[first].positions)
+    result = BulkMoveResult(
+        moved=[requested[p] for p in moved], skipped=[(requested[p], reason) for p, reason in skipped]
+    )
+    if not primary and not secondary:
+        return result
+
+    changes = sum(len(positions) for move, positions in primary if move.category_changed)
+    events_in_sql = not uow.publishes_inline_with(changes)
+    if events_in_sql:
+        # More than the request publishes: PostgreSQL builds the rows for the relay, in the same statement.
+        uow.add_relayed_events(changes)
+    else:
+        member_moves = [
+            replace(move, lead_id=requested[p])
+            for move, positions in primary
+            if move.category_changed
+            for p in positions
+        ]
+        for event in status_changed_events(actor, member_moves):
+            uow.add_event(event)
+    uow.execute_with_events(
+        _bulk_move_statement(actor, target, id_texts, primary, secondary, status_changed_rows=events_in_sql)
+    )
+    return result
 
 
-def _lock_bulk_candidates(
-    conn: Connection, organization_id: uuid.UUID, pipeline_id: uuid.UUID, lead_ids: list[uuid.UUID]
-) -> dict[uuid.UUID, BulkCandidate]:
-    """The requested leads of this organization with their placement in the pipeline, locked in id order."""
-    if not lead_ids:
-        return {}
-    placement = lead_pipeline_placements
-    rows = conn.execute(
+def _lock_bulk_groups(
+    conn: Connection, organization_id: uuid.UUID, target: StageRow, id_texts: list[str]
+) -> list[_Group]:
+    """The requested leads of this organization locked in id order, handed back grouped by what the rules
+    read (a handful of rows whatever the number of leads), each group with its leads' request positions."""
+    if not id_texts:
+        return []
+    # The ids travel as one text parameter; each is looked up by key (the organization's, so another's is
+    # not found) with its request position.
+    requested = (
+        func.unnest(cast(bindparam("lead_ids", "{" + ",".join(id_texts) + "}", type_=Text), ARRAY(Uuid)))
+        .table_valued(column("id", Uuid), with_ordinality="position")
+        .render_derived(name="requested")
+    )
+    locked = (
         select(
             leads.c.id,
+            requested.c.position,
             leads.c.pipeline_id,
             leads.c.stage_id,
             leads.c.status,
-            # is_converted, computed where the row is: no membership id to carry back and convert per lead
-            (leads.c.converted_membership_id.is_not(None) | (leads.c.status == StageCategory.CONVERTED.value)),
-            leads.c.lost_reason,
-            placement.c.stage_id,
+            # is_converted, computed where the row is
+            (leads.c.converted_membership_id.is_not(None) | (leads.c.status == StageCategory.CONVERTED.value)).label(
+                "converted"
+            ),
+            # Only a lost lead moving between lost stages keeps its own reason; elsewhere it splits no group.
+            (leads.c.lost_reason if target.category == StageCategory.LOST else literal(None, Text)).label(
+                "lost_reason"
+            ),
         )
         .select_from(
-            leads.outerjoin(placement, (placement.c.lead_id == leads.c.id) & (placement.c.pipeline_id == pipeline_id))
+            requested.join(leads, (leads.c.id == requested.c.id) & (leads.c.organization_id == organization_id))
         )
-        .where(leads.c.organization_id == organization_id, leads.c.id == func.any(id_list("lead_ids", lead_ids)))
         .order_by(leads.c.id)
-        # Placements are written only under their lead's lock, so locking the lead rows is enough (and
-        # PostgreSQL cannot lock the nullable side of an outer join anyway).
+        # Placements are written only under their lead's lock, so locking the lead rows is enough.
         .with_for_update(of=leads)
+        .cte("locked")
+        .prefix_with("MATERIALIZED")
     )
-    # Positional rows and a dict lookup for the category: this loop runs once per requested lead.
-    category_of = CATEGORY_OF
-    return {
-        lead_id: BulkCandidate(
-            lead_id=lead_id,
-            position=LeadPosition(lead_id, pipeline, stage, category_of[status], converted, lost_reason),
-            placement_stage_id=placement_stage,
+    placement = lead_pipeline_placements
+    target_pipeline = literal(target.pipeline_id, Uuid)
+    keys = (
+        locked.c.pipeline_id,
+        locked.c.stage_id,
+        locked.c.status,
+        locked.c.converted,
+        locked.c.lost_reason,
+        placement.c.stage_id,
+    )
+    rows = conn.execute(
+        select(*keys, func.string_agg(cast(locked.c.position - 1, Text), literal(",", Text)))
+        .select_from(
+            locked.outerjoin(
+                placement,
+                (placement.c.lead_id == locked.c.id)
+                & (placement.c.pipeline_id == target_pipeline)
+                & (locked.c.pipeline_id != target_pipeline),
+            )
         )
-        for lead_id, pipeline, stage, status, converted, lost_reason, placement_stage in rows
-    }
+        .group_by(*keys)
+    ).all()
+    groups = [
+        _Group(pipeline, stage, status, converted, lost_reason, placement_stage, [int(p) for p in positions.split(",")])
+        for pipeline, stage, status, converted, lost_reason, placement_stage, positions in rows
+    ]
+    found = sum(len(group.positions) for group in groups)
+    if found < len(id_texts):  # ids that are not leads of the organization: one group of their own
+        seen = {position for group in groups for position in group.positions}
+        groups.append(_Group(None, None, None, None, None, None, [p for p in range(len(id_texts)) if p not in seen]))
+    return groups
 
 
 def _bulk_move_statement(
-    actor: Actor, target: StageRow, primary: list[StageMove], secondary: list[tuple[uuid.UUID, uuid.UUID]]
+    actor: Actor,
+    target: StageRow,
+    id_texts: list[str],
+    primary: list[tuple[StageMove, list[int]]],
+    secondary: list[tuple[uuid.UUID, list[int]]],
+    *,
+    status_changed_rows: bool,
 ) -> Any:
-    """The whole move as one statement over one document of the moves: the primary leads' UPDATE, their status
-    events, the secondary placements' UPDATE and every lead's `stage_moved` entry (data-modifying CTEs; the
-    outbox rows join them through `execute_with_events`). Each row and payload is built by PostgreSQL from
-    the document, so Python serializes each move once."""
-    # Each row written out here (ids as text: the encoder's fallback is slower); a stage id once per stage.
-    stage_text: dict[uuid.UUID, str] = {}
-
-    def stage(value: uuid.UUID) -> str:
-        written = stage_text.get(value)
-        if written is None:
-            written = stage_text[value] = str(value)
-        return written
-
+    """The whole move as one statement over one document of the groups: the primary leads' UPDATE, their
+    status events, the secondary placements' UPDATE, every lead's `stage_moved` entry and, when
+    `status_changed_rows`, the `lead.status_changed` outbox rows (data-modifying CTEs; the unit's own outbox
+    rows join them through `execute_with_events`). PostgreSQL unpacks each group into its leads and builds
+    every row, id and payload from them: nothing is written out per lead in Python but its id."""
     document = recordset(
         "moves",
-        "moves_document",
+        "move_groups",
         [
             {
-                "lead_id": str(m.lead_id),
+                "lead_ids": "{" + ",".join([id_texts[p] for p in positions]) + "}",
                 "is_primary": True,
-                "from_stage_id": stage(m.from_stage_id),
+                "from_stage_id": str(m.from_stage_id),
                 "from_status": m.from_status.value,
                 "lost_reason": m.lost_reason,
                 "status_reason": m.status_reason,
                 "category_changed": m.category_changed,
-                "status_event_id": str(uuid7()),
-                "activity_id": str(uuid7()),
             }
-            for m in primary
+            for m, positions in primary
         ]
         + [
             {
-                "lead_id": str(lead_id),
+                "lead_ids": "{" + ",".join([id_texts[p] for p in positions]) + "}",
                 "is_primary": False,
-                "from_stage_id": stage(from_stage),
-                "activity_id": str(uuid7()),
+                "from_stage_id": str(from_stage),
             }
-            for lead_id, from_stage in secondary
+            for from_stage, positions in secondary
         ],
         {
-            "lead_id": Uuid,
+            "lead_ids": Text,
             "is_primary": Boolean,
             "from_stage_id": Uuid,
             "from_status": Text,
             "lost_reason": Text,
             "status_reason": Text,
             "category_changed": Boolean,
-            "status_event_id": Uuid,
-            "activity_id": Uuid,
         },
     )
-    # The document is bound and unpacked once; the four writes read the unpacked rows.
-    moves = select(*document.c).cte("moves").prefix_with("MATERIALIZED")
+    member = (
+        func.unnest(cast(document.c.lead_ids, ARRAY(Uuid)))
+        .table_valued(column("lead_id", Uuid))
+        .render_derived(name="member")
+    )
+    # The document is bound and unpacked once; the writes read the unpacked rows, numbered for their ids.
+    moves = (
+        select(
+            member.c.lead_id,
+            document.c.is_primary,
+            document.c.from_stage_id,
+            document.c.from_status,
+            document.c.lost_reason,
+            document.c.status_reason,
+            document.c.category_changed,
+            (func.row_number().over() - 1).label("n"),
+        )
+        .select_from(document.join(member, true()))
+        .cte("moves")
+        .prefix_with("MATERIALIZED")
+    )
+    count = sum(len(positions) for _, positions in primary) + sum(len(positions) for _, positions in secondary)
+    # Three ids a lead at most (status event, stage_moved entry, outbox row), each its own run of stamps.
+    first = uuid7_block(3 * count)
+
+    def ids(run: int) -> Any:
+        return sql_uuid7(literal(first + run * count, BigInteger) + moves.c.n)
+
     organization_id = literal(actor.organization_id, Uuid)
     actor_id = literal(actor.user_id, Uuid)
     to_status = literal(target.category.value, Text)
@@ -209,7 +332,7 @@ def _bulk_move_statement(
     status_events = insert(lead_status_events).from_select(
         ["id", "organization_id", "lead_id", "from_status", "to_status", "from_stage_id", "to_stage_id",
          "actor_user_id", "reason"],
-        select(moves.c.status_event_id, organization_id, moves.c.lead_id, moves.c.from_status, to_status,
+        select(ids(0), organization_id, moves.c.lead_id, moves.c.from_status, to_status,
                moves.c.from_stage_id, to_stage, actor_id, moves.c.status_reason).where(moves.c.is_primary),
     )  # fmt: skip
     placements = lead_pipeline_placements
@@ -223,10 +346,12 @@ def _bulk_move_statement(
         )
         .values(stage_id=to_stage, updated_at=sql_now())
     )
+    from_stage_text = cast(moves.c.from_stage_id, Text)
+    to_stage_text = literal(str(target.id), Text)
     common = {
         "pipelineId": literal(str(target.pipeline_id), Text),
-        "fromStageId": cast(moves.c.from_stage_id, Text),
-        "toStageId": literal(str(target.id), Text),
+        "fromStageId": from_stage_text,
+        "toStageId": to_stage_text,
         "bulk": true(),
     }
     primary_payload = _jsonb_object(
@@ -241,7 +366,7 @@ def _bulk_move_statement(
     activities = insert(lead_activity_events).from_select(
         ["id", "organization_id", "lead_id", "type", "payload", "actor_user_id"],
         select(
-            moves.c.activity_id,
+            ids(1),
             organization_id,
             moves.c.lead_id,
             literal(STAGE_MOVED, Text),
@@ -249,7 +374,7 @@ def _bulk_move_statement(
             actor_id,
         ),
     )
-    return (
+    statement = (
         select(func.count())
         .select_from(moves)
         .add_cte(moves)
@@ -258,6 +383,33 @@ def _bulk_move_statement(
         .add_cte(secondary_placements.cte("secondary_placements"))
         .add_cte(activities.cte("stage_moved_entries"))
     )
+    if status_changed_rows:
+        # `leads.moves.status_changed_event`'s row, built here: the same payload (ids only), left to the relay
+        # (no attempt counted: the request publishes none of them).
+        payload = _jsonb_object(
+            {
+                "leadId": cast(moves.c.lead_id, Text),
+                "fromStatus": moves.c.from_status,
+                "toStatus": to_status,
+                "fromStageId": from_stage_text,
+                "toStageId": to_stage_text,
+                "actorUserId": literal(str(actor.user_id) if actor.user_id else None, Text),
+            }
+        )
+        status_changed = insert(outbox).from_select(
+            ["id", "organization_id", "type", "aggregate_id", "payload", "occurred_at", "attempts"],
+            select(
+                ids(2),
+                organization_id,
+                literal(LEAD_STATUS_CHANGED, Text),
+                moves.c.lead_id,
+                payload,
+                sql_now(),
+                literal(0, Integer),
+            ).where(moves.c.is_primary, moves.c.category_changed),
+        )
+        statement = statement.add_cte(status_changed.cte("status_changed_rows"))
+    return statement
 
 
 def _jsonb_object(fields: dict[str, Any]) -> Any:
