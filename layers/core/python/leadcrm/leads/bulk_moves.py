@@ -27,7 +27,6 @@ from sqlalchemy import (
     case,
     cast,
     column,
-    false,
     func,
     insert,
     literal,
@@ -40,7 +39,14 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 
 from leadcrm.directory.rules import Actor
-from leadcrm.leads.moves import STAGE_MOVED, refusal_error, status_changed_events
+from leadcrm.leads.moves import (
+    STAGE_MOVED,
+    refusal_error,
+    secondary_stage_moved_payload,
+    stage_moved_payload,
+    status_changed_event,
+    status_changed_events,
+)
 from leadcrm.leads.rules.moves import (
     CATEGORY_OF,
     BulkCandidate,
@@ -174,17 +180,10 @@ def _lock_bulk_groups(
     read (a handful of rows whatever the number of leads), each group with its leads' request positions."""
     if not id_texts:
         return []
-    # The ids travel as one text parameter; each is looked up by key (the organization's, so another's is
-    # not found) with its request position.
-    requested = (
-        func.unnest(cast(bindparam("lead_ids", "{" + ",".join(id_texts) + "}", type_=Text), ARRAY(Uuid)))
-        .table_valued(column("id", Uuid), with_ordinality="position")
-        .render_derived(name="requested")
-    )
+    # The ids travel as one text parameter, unpacked once (an InitPlan, see `id_list`) for one index scan.
     locked = (
         select(
             leads.c.id,
-            requested.c.position,
             leads.c.pipeline_id,
             leads.c.stage_id,
             leads.c.status,
@@ -197,9 +196,7 @@ def _lock_bulk_groups(
                 "lost_reason"
             ),
         )
-        .select_from(
-            requested.join(leads, (leads.c.id == requested.c.id) & (leads.c.organization_id == organization_id))
-        )
+        .where(leads.c.organization_id == organization_id, leads.c.id == func.any(_id_array(id_texts)))
         .order_by(leads.c.id)
         # Placements are written only under their lead's lock, so locking the lead rows is enough.
         .with_for_update(of=leads)
@@ -217,7 +214,7 @@ def _lock_bulk_groups(
         placement.c.stage_id,
     )
     rows = conn.execute(
-        select(*keys, func.string_agg(cast(locked.c.position - 1, Text), literal(",", Text)))
+        select(*keys, func.string_agg(cast(locked.c.id, Text), literal(",", Text)))
         .select_from(
             locked.outerjoin(
                 placement,
@@ -228,15 +225,24 @@ def _lock_bulk_groups(
         )
         .group_by(*keys)
     ).all()
+    position_of = {text: position for position, text in enumerate(id_texts)}
     groups = [
-        _Group(pipeline, stage, status, converted, lost_reason, placement_stage, [int(p) for p in positions.split(",")])
-        for pipeline, stage, status, converted, lost_reason, placement_stage, positions in rows
+        _Group(
+            pipeline, stage, status, converted, lost_reason, placement_stage, [position_of[t] for t in ids.split(",")]
+        )
+        for pipeline, stage, status, converted, lost_reason, placement_stage, ids in rows
     ]
     found = sum(len(group.positions) for group in groups)
     if found < len(id_texts):  # ids that are not leads of the organization: one group of their own
         seen = {position for group in groups for position in group.positions}
         groups.append(_Group(None, None, None, None, None, None, [p for p in range(len(id_texts)) if p not in seen]))
     return groups
+
+
+def _id_array(id_texts: list[str]) -> Any:
+    """The ids as a uuid[] for `= ANY(…)`, cast once (`leads.moves.id_list`, from their text)."""
+    once = select(cast(bindparam("lead_ids", "{" + ",".join(id_texts) + "}", type_=Text), ARRAY(Uuid)))
+    return cast(once.scalar_subquery(), ARRAY(Uuid))
 
 
 def _bulk_move_statement(
@@ -251,28 +257,35 @@ def _bulk_move_statement(
     """The whole move as one statement over one document of the groups: the primary leads' UPDATE, their
     status events, the secondary placements' UPDATE, every lead's `stage_moved` entry and, when
     `status_changed_rows`, the `lead.status_changed` outbox rows (data-modifying CTEs; the unit's own outbox
-    rows join them through `execute_with_events`). PostgreSQL unpacks each group into its leads and builds
-    every row, id and payload from them: nothing is written out per lead in Python but its id."""
+    rows join them through `execute_with_events`). PostgreSQL unpacks each group into its leads and writes
+    their rows; what is the same for a whole group (the timeline entry, the event but its lead id) is made
+    once, by the single move's own functions."""
+
+    def lead_ids(positions: list[int]) -> str:
+        return "{" + ",".join([id_texts[p] for p in positions]) + "}"
+
     document = recordset(
         "moves",
         "move_groups",
         [
             {
-                "lead_ids": "{" + ",".join([id_texts[p] for p in positions]) + "}",
+                "lead_ids": lead_ids(positions),
                 "is_primary": True,
                 "from_stage_id": str(m.from_stage_id),
                 "from_status": m.from_status.value,
                 "lost_reason": m.lost_reason,
                 "status_reason": m.status_reason,
                 "category_changed": m.category_changed,
+                "entry": {**stage_moved_payload(target.pipeline_id, m), "bulk": True},
+                "event": _status_changed_payload(actor, m) if status_changed_rows and m.category_changed else None,
             }
             for m, positions in primary
         ]
         + [
             {
-                "lead_ids": "{" + ",".join([id_texts[p] for p in positions]) + "}",
+                "lead_ids": lead_ids(positions),
                 "is_primary": False,
-                "from_stage_id": str(from_stage),
+                "entry": {**secondary_stage_moved_payload(target, from_stage), "bulk": True},
             }
             for from_stage, positions in secondary
         ],
@@ -284,6 +297,8 @@ def _bulk_move_statement(
             "lost_reason": Text,
             "status_reason": Text,
             "category_changed": Boolean,
+            "entry": JSONB,
+            "event": JSONB,
         },
     )
     member = (
@@ -301,6 +316,8 @@ def _bulk_move_statement(
             document.c.lost_reason,
             document.c.status_reason,
             document.c.category_changed,
+            document.c.entry,
+            document.c.event,
             (func.row_number().over() - 1).label("n"),
         )
         .select_from(document.join(member, true()))
@@ -346,33 +363,9 @@ def _bulk_move_statement(
         )
         .values(stage_id=to_stage, updated_at=sql_now())
     )
-    from_stage_text = cast(moves.c.from_stage_id, Text)
-    to_stage_text = literal(str(target.id), Text)
-    common = {
-        "pipelineId": literal(str(target.pipeline_id), Text),
-        "fromStageId": from_stage_text,
-        "toStageId": to_stage_text,
-        "bulk": true(),
-    }
-    primary_payload = _jsonb_object(
-        {**common, "primary": true(), "fromStatus": moves.c.from_status, "toStatus": to_status}
-    ).op("||")(
-        case(
-            (moves.c.status_reason.is_not(None), _jsonb_object({"lostReason": moves.c.status_reason})),
-            else_=literal_column("'{}'::jsonb"),
-        )
-    )
-    secondary_payload = _jsonb_object({**common, "primary": false(), "toCategory": to_status})
     activities = insert(lead_activity_events).from_select(
         ["id", "organization_id", "lead_id", "type", "payload", "actor_user_id"],
-        select(
-            ids(1),
-            organization_id,
-            moves.c.lead_id,
-            literal(STAGE_MOVED, Text),
-            case((moves.c.is_primary, primary_payload), else_=secondary_payload),
-            actor_id,
-        ),
+        select(ids(1), organization_id, moves.c.lead_id, literal(STAGE_MOVED, Text), moves.c.entry, actor_id),
     )
     statement = (
         select(func.count())
@@ -384,17 +377,13 @@ def _bulk_move_statement(
         .add_cte(activities.cte("stage_moved_entries"))
     )
     if status_changed_rows:
-        # `leads.moves.status_changed_event`'s row, built here: the same payload (ids only), left to the relay
-        # (no attempt counted: the request publishes none of them).
-        payload = _jsonb_object(
-            {
-                "leadId": cast(moves.c.lead_id, Text),
-                "fromStatus": moves.c.from_status,
-                "toStatus": to_status,
-                "fromStageId": from_stage_text,
-                "toStageId": to_stage_text,
-                "actorUserId": literal(str(actor.user_id) if actor.user_id else None, Text),
-            }
+        # The group's event payload with each lead's id set in; left to the relay (no attempt counted: the
+        # request publishes none of them).
+        payload = func.jsonb_set(
+            moves.c.event,
+            literal_column("'{leadId}'"),
+            func.to_jsonb(cast(moves.c.lead_id, Text)),
+            type_=JSONB,
         )
         status_changed = insert(outbox).from_select(
             ["id", "organization_id", "type", "aggregate_id", "payload", "occurred_at", "attempts"],
@@ -406,12 +395,14 @@ def _bulk_move_statement(
                 payload,
                 sql_now(),
                 literal(0, Integer),
-            ).where(moves.c.is_primary, moves.c.category_changed),
+            ).where(moves.c.event.is_not(None)),
         )
         statement = statement.add_cte(status_changed.cte("status_changed_rows"))
     return statement
 
 
-def _jsonb_object(fields: dict[str, Any]) -> Any:
-    parts = [part for key, value in fields.items() for part in (literal(key, Text), value)]
-    return func.jsonb_build_object(*parts, type_=JSONB)
+def _status_changed_payload(actor: Actor, move: StageMove) -> dict[str, Any]:
+    """`status_changed_event`'s payload for a group's move, but its lead id, set per lead in SQL."""
+    payload = dict(status_changed_event(actor, move).payload)
+    del payload["leadId"]
+    return payload
