@@ -306,7 +306,8 @@ def _bulk_move_statement(
         .table_valued(column("lead_id", Uuid))
         .render_derived(name="member")
     )
-    # The document is bound and unpacked once; the writes read the unpacked rows, numbered for their ids.
+    # The document is bound and unpacked once; the writes read the unpacked rows, numbered for their ids, in
+    # lead id order (the leads' rows and index pages in the order the lock took them).
     moves = (
         select(
             member.c.lead_id,
@@ -318,9 +319,10 @@ def _bulk_move_statement(
             document.c.category_changed,
             document.c.entry,
             document.c.event,
-            (func.row_number().over() - 1).label("n"),
+            (func.row_number().over(order_by=member.c.lead_id) - 1).label("n"),
         )
         .select_from(document.join(member, true()))
+        .order_by(member.c.lead_id)
         .cte("moves")
         .prefix_with("MATERIALIZED")
     )
