@@ -150,15 +150,19 @@ def test_past_what_a_request_publishes_each_category_change_is_written_for_the_r
         assert (row["organization_id"], row["attempts"], row["id"].version) == (caller.org_id, 0, 7)
 
 
-def test_a_small_bulk_move_publishes_its_events_itself(caller, sales):
-    ids = insert_leads(caller.org_id, sales, 2)
+def test_a_small_bulk_move_publishes_its_events_itself_in_request_order(caller, sales):
+    (on_new,) = insert_leads(caller.org_id, sales, 1)
+    (on_contacted,) = insert_leads(caller.org_id, sales, 1, category="contacted")
     published: list = []
     with UnitOfWork(publisher=published.extend) as uow:
         actor = resolve_actor(uow.connection, caller.sub, caller.org_id)
-        bulk_move_stage(uow, actor, sales.stage("callback"), ids)
+        bulk_move_stage(uow, actor, sales.stage("callback"), [on_contacted, on_new])
         uow.commit()
-    assert [(event.type, event.aggregate_id) for event in published] == [("lead.status_changed", i) for i in ids]
-    assert all(outbox_events(i)[0]["attempts"] == 1 for i in ids)
+    assert [(event.type, event.aggregate_id) for event in published] == [
+        ("lead.status_changed", on_contacted),
+        ("lead.status_changed", on_new),
+    ]
+    assert [outbox_events(i)[0]["attempts"] for i in (on_contacted, on_new)] == [1, 1]
 
 
 def test_leads_on_different_stages_each_record_where_they_came_from(caller, sales):

@@ -159,13 +159,9 @@ def bulk_move_stage(
         # More than the request publishes: PostgreSQL builds the rows for the relay, in the same statement.
         uow.add_relayed_events(changes)
     else:
-        member_moves = [
-            replace(move, lead_id=requested[p])
-            for move, positions in primary
-            if move.category_changed
-            for p in positions
-        ]
-        for event in status_changed_events(actor, member_moves):
+        # A few: each lead's own move, in request order, and the events a single move makes.
+        changed = sorted((p, move) for move, positions in primary if move.category_changed for p in positions)
+        for event in status_changed_events(actor, [replace(move, lead_id=requested[p]) for p, move in changed]):
             uow.add_event(event)
     uow.execute_with_events(
         _bulk_move_statement(actor, target, id_texts, primary, secondary, status_changed_rows=events_in_sql)
