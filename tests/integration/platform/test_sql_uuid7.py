@@ -1,26 +1,31 @@
-"""leadcrm.platform.db.ids: UUIDv7 ids PostgreSQL composes from a block of stamps the process reserved."""
+"""leadcrm.platform.db.ids: UUIDv7 ids PostgreSQL composes from a block the process reserved."""
 
 from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import BigInteger, func, literal, select
+from sqlalchemy import func, select
 
 from leadcrm.platform.db.engine import get_engine
-from leadcrm.platform.db.ids import sql_uuid7
+from leadcrm.platform.db.ids import SqlUuid7
 from leadcrm.platform.ids import uuid7, uuid7_block
 
 
 def _ids_of_a_block(count: int) -> list[uuid.UUID]:
-    first = uuid7_block(count)
+    block = SqlUuid7(uuid7_block(count))
     offset = func.generate_series(0, count - 1).column_valued("offset")
     with get_engine().connect() as conn:
-        return list(conn.execute(select(sql_uuid7(literal(first, BigInteger) + offset)).order_by(offset)).scalars())
+        return list(conn.execute(select(block.id(offset)).order_by(offset)).scalars())
 
 
 def test_ids_made_by_postgresql_are_version_7_uuids_with_the_rfc_9562_variant():
     for value in _ids_of_a_block(100):
         assert (value.version, value.variant) == (7, uuid.RFC_4122)
+
+
+def test_ids_made_by_postgresql_are_unique():
+    block = _ids_of_a_block(10_000)
+    assert len(set(block)) == len(block)
 
 
 def test_ids_made_by_postgresql_increase_and_sort_between_the_processs_own_ids():

@@ -79,7 +79,7 @@ def _stamp(value: uuid.UUID) -> int:
 
 def test_a_reserved_block_of_stamps_lies_between_the_ids_made_before_and_after_it():
     before = uuid7()
-    first = uuid7_block(10_000)
+    first = uuid7_block(10_000).first
     after = uuid7()
     assert _stamp(before) < first
     assert first + 10_000 - 1 < _stamp(after)
@@ -87,6 +87,14 @@ def test_a_reserved_block_of_stamps_lies_between_the_ids_made_before_and_after_i
 
 def test_a_reserved_block_starts_at_the_current_time():
     before = time.time_ns() // 1_000_000
-    first = uuid7_block(1)
+    first = uuid7_block(1).first
     after = time.time_ns() // 1_000_000
     assert before - 5 <= first >> 12 <= after + 50
+
+
+def test_a_reserved_block_carries_eight_random_bytes_an_id_each_with_the_rfc_9562_variant():
+    tails = uuid7_block(1_000).tails
+    chunks = [tails[i : i + 8] for i in range(0, len(tails), 8)]
+    assert len(chunks) == 1_000
+    assert all(chunk[0] >> 6 == 0b10 for chunk in chunks)
+    assert len(set(chunks)) == 1_000

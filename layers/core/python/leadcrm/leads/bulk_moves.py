@@ -6,7 +6,7 @@ bulk requests over overlapping leads queue instead of deadlocking), and the rows
 
 Python does nothing per lead but name it: the lock hands the leads back grouped by what the rules read (a
 handful of groups whatever their number), the rules decide once per group, and one statement writes every
-lead's rows from a document of the groups, PostgreSQL making each row's id (`platform.db.ids.sql_uuid7`)
+lead's rows from a document of the groups, PostgreSQL making each row's id (`platform.db.ids.SqlUuid7`)
 and, past what the request publishes itself, each `lead.status_changed` outbox row.
 """
 
@@ -60,7 +60,7 @@ from leadcrm.leads.rules.moves import (
 from leadcrm.leads.tables import lead_activity_events, lead_pipeline_placements, lead_status_events, leads
 from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, resolve_stage
-from leadcrm.platform.db.ids import sql_uuid7
+from leadcrm.platform.db.ids import SqlUuid7
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
@@ -324,10 +324,10 @@ def _bulk_move_statement(
     )
     count = sum(len(positions) for _, positions in primary) + sum(len(positions) for _, positions in secondary)
     # Three ids a lead at most (status event, stage_moved entry, outbox row), each its own run of stamps.
-    first = uuid7_block(3 * count)
+    block = SqlUuid7(uuid7_block(3 * count))
 
     def ids(run: int) -> Any:
-        return sql_uuid7(literal(first + run * count, BigInteger) + moves.c.n)
+        return block.id(literal(run * count, BigInteger) + moves.c.n)
 
     organization_id = literal(actor.organization_id, Uuid)
     actor_id = literal(actor.user_id, Uuid)
