@@ -177,6 +177,8 @@ def _lock_bulk_groups(
     if not id_texts:
         return []
     # The ids travel as one text parameter, unpacked once (an InitPlan, see `id_list`) for one index scan.
+    placement = lead_pipeline_placements
+    target_pipeline = literal(target.pipeline_id, Uuid)
     locked = (
         select(
             leads.c.id,
@@ -191,6 +193,16 @@ def _lock_bulk_groups(
             (leads.c.lost_reason if target.category == StageCategory.LOST else literal(None, Text)).label(
                 "lost_reason"
             ),
+            # Its secondary placement's stage in the target pipeline, looked up only when that pipeline is not
+            # its primary one.
+            case(
+                (
+                    leads.c.pipeline_id != target_pipeline,
+                    select(placement.c.stage_id)
+                    .where(placement.c.lead_id == leads.c.id, placement.c.pipeline_id == target_pipeline)
+                    .scalar_subquery(),
+                )
+            ).label("placement_stage_id"),
         )
         .where(leads.c.organization_id == organization_id, leads.c.id == func.any(_id_array(id_texts)))
         .order_by(leads.c.id)
@@ -199,27 +211,16 @@ def _lock_bulk_groups(
         .cte("locked")
         .prefix_with("MATERIALIZED")
     )
-    placement = lead_pipeline_placements
-    target_pipeline = literal(target.pipeline_id, Uuid)
     keys = (
         locked.c.pipeline_id,
         locked.c.stage_id,
         locked.c.status,
         locked.c.converted,
         locked.c.lost_reason,
-        placement.c.stage_id,
+        locked.c.placement_stage_id,
     )
     rows = conn.execute(
-        select(*keys, func.string_agg(cast(locked.c.id, Text), literal(",", Text)))
-        .select_from(
-            locked.outerjoin(
-                placement,
-                (placement.c.lead_id == locked.c.id)
-                & (placement.c.pipeline_id == target_pipeline)
-                & (locked.c.pipeline_id != target_pipeline),
-            )
-        )
-        .group_by(*keys)
+        select(*keys, func.string_agg(cast(locked.c.id, Text), literal(",", Text))).group_by(*keys)
     ).all()
     position_of = {text: position for position, text in enumerate(id_texts)}
     groups = [
