@@ -12,10 +12,11 @@ from leadcrm.platform.ids import uuid7, uuid7_block
 
 
 def _ids_of_a_block(count: int) -> list[uuid.UUID]:
-    block = SqlUuid7(uuid7_block(count))
+    ids = SqlUuid7("test_ids")
     offset = func.generate_series(0, count - 1).column_valued("offset")
     with get_engine().connect() as conn:
-        return list(conn.execute(select(block.id(offset)).order_by(offset)).scalars())
+        statement = select(ids.id(offset)).order_by(offset)
+        return list(conn.execute(statement, ids.parameters(uuid7_block(count))).scalars())
 
 
 def test_ids_made_by_postgresql_are_version_7_uuids_with_the_rfc_9562_variant():

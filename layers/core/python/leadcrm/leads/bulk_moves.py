@@ -12,6 +12,7 @@ and, past what the request publishes itself, each `lead.status_changed` outbox r
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,6 +22,7 @@ from sqlalchemy import (
     Boolean,
     Connection,
     Integer,
+    Select,
     Text,
     Uuid,
     bindparam,
@@ -62,7 +64,7 @@ from leadcrm.pipelines.rules.statuses import StageCategory
 from leadcrm.pipelines.stages import StageRow, resolve_stage
 from leadcrm.platform.db.ids import SqlUuid7
 from leadcrm.platform.db.now import sql_now
-from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.recordsets import recordset, recordset_document
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import LEAD_STATUS_CHANGED
 from leadcrm.platform.ids import uuid7_block
@@ -164,7 +166,8 @@ def bulk_move_stage(
         for event in status_changed_events(actor, [replace(move, lead_id=requested[p]) for p, move in changed]):
             uow.add_event(event)
     uow.execute_with_events(
-        _bulk_move_statement(actor, target, id_texts, primary, secondary, status_changed_rows=events_in_sql)
+        _move_statement(status_changed_rows=events_in_sql),
+        _bulk_move_parameters(actor, target, id_texts, primary, secondary, status_changed_rows=events_in_sql),
     )
     return result
 
@@ -176,51 +179,13 @@ def _lock_bulk_groups(
     read (a handful of rows whatever the number of leads), each group with its leads' request positions."""
     if not id_texts:
         return []
-    # The ids travel as one text parameter, unpacked once (an InitPlan, see `id_list`) for one index scan.
-    placement = lead_pipeline_placements
-    target_pipeline = literal(target.pipeline_id, Uuid)
-    locked = (
-        select(
-            leads.c.id,
-            leads.c.pipeline_id,
-            leads.c.stage_id,
-            leads.c.status,
-            # is_converted, computed where the row is
-            (leads.c.converted_membership_id.is_not(None) | (leads.c.status == StageCategory.CONVERTED.value)).label(
-                "converted"
-            ),
-            # Only a lost lead moving between lost stages keeps its own reason; elsewhere it splits no group.
-            (leads.c.lost_reason if target.category == StageCategory.LOST else literal(None, Text)).label(
-                "lost_reason"
-            ),
-            # Its secondary placement's stage in the target pipeline, looked up only when that pipeline is not
-            # its primary one.
-            case(
-                (
-                    leads.c.pipeline_id != target_pipeline,
-                    select(placement.c.stage_id)
-                    .where(placement.c.lead_id == leads.c.id, placement.c.pipeline_id == target_pipeline)
-                    .scalar_subquery(),
-                )
-            ).label("placement_stage_id"),
-        )
-        .where(leads.c.organization_id == organization_id, leads.c.id == func.any(_id_array(id_texts)))
-        .order_by(leads.c.id)
-        # Placements are written only under their lead's lock, so locking the lead rows is enough.
-        .with_for_update(of=leads)
-        .cte("locked")
-        .prefix_with("MATERIALIZED")
-    )
-    keys = (
-        locked.c.pipeline_id,
-        locked.c.stage_id,
-        locked.c.status,
-        locked.c.converted,
-        locked.c.lost_reason,
-        locked.c.placement_stage_id,
-    )
     rows = conn.execute(
-        select(*keys, func.string_agg(cast(locked.c.id, Text), literal(",", Text))).group_by(*keys)
+        _lock_statement(lost_target=target.category == StageCategory.LOST),
+        {
+            "bulk_organization_id": organization_id,
+            "bulk_target_pipeline_id": target.pipeline_id,
+            "bulk_lead_ids": "{" + ",".join(id_texts) + "}",
+        },
     ).all()
     position_of = {text: position for position, text in enumerate(id_texts)}
     groups = [
@@ -236,13 +201,69 @@ def _lock_bulk_groups(
     return groups
 
 
-def _id_array(id_texts: list[str]) -> Any:
-    """The ids as a uuid[] for `= ANY(…)`, cast once (`leads.moves.id_list`, from their text)."""
-    once = select(cast(bindparam("lead_ids", "{" + ",".join(id_texts) + "}", type_=Text), ARRAY(Uuid)))
-    return cast(once.scalar_subquery(), ARRAY(Uuid))
+# The two statements are built once per shape, their values bound at each execution: building one and
+# computing its cache key costs about as much as PostgreSQL takes to move a few dozen leads. The parameters
+# are named apart from every column (an UPDATE would take a value named after a column as one to SET).
 
 
-def _bulk_move_statement(
+@functools.cache
+def _lock_statement(*, lost_target: bool) -> Select[Any]:
+    # The ids travel as one text parameter, unpacked once (an InitPlan, see `id_list`) for one index scan.
+    ids = select(cast(bindparam("bulk_lead_ids", type_=Text), ARRAY(Uuid))).scalar_subquery()
+    placement = lead_pipeline_placements
+    target_pipeline = bindparam("bulk_target_pipeline_id", type_=Uuid)
+    locked = (
+        select(
+            leads.c.id,
+            leads.c.pipeline_id,
+            leads.c.stage_id,
+            leads.c.status,
+            # is_converted, computed where the row is
+            (leads.c.converted_membership_id.is_not(None) | (leads.c.status == StageCategory.CONVERTED.value)).label(
+                "converted"
+            ),
+            # Only a lost lead moving between lost stages keeps its own reason; elsewhere it splits no group.
+            (leads.c.lost_reason if lost_target else literal(None, Text)).label("lost_reason"),
+            # Its secondary placement's stage in the target pipeline, looked up only when that pipeline is not
+            # its primary one.
+            case(
+                (
+                    leads.c.pipeline_id != target_pipeline,
+                    select(placement.c.stage_id)
+                    .where(placement.c.lead_id == leads.c.id, placement.c.pipeline_id == target_pipeline)
+                    .scalar_subquery(),
+                )
+            ).label("placement_stage_id"),
+        )
+        .where(
+            leads.c.organization_id == bindparam("bulk_organization_id", type_=Uuid),
+            leads.c.id == func.any(cast(ids, ARRAY(Uuid))),
+        )
+        .order_by(leads.c.id)
+        # Placements are written only under their lead's lock, so locking the lead rows is enough.
+        .with_for_update(of=leads)
+        .cte("locked")
+        .prefix_with("MATERIALIZED")
+    )
+    keys = [c for c in locked.c if c.name != "id"]
+    return select(*keys, func.string_agg(cast(locked.c.id, Text), literal(",", Text))).group_by(*keys)
+
+
+_MOVE_GROUP_COLUMNS = {
+    "lead_ids": Text,
+    "is_primary": Boolean,
+    "from_stage_id": Uuid,
+    "from_status": Text,
+    "lost_reason": Text,
+    "status_reason": Text,
+    "category_changed": Boolean,
+    "entry": JSONB,
+    "event": JSONB,
+}
+_IDS = SqlUuid7("move_ids")
+
+
+def _bulk_move_parameters(
     actor: Actor,
     target: StageRow,
     id_texts: list[str],
@@ -250,54 +271,56 @@ def _bulk_move_statement(
     secondary: list[tuple[uuid.UUID, list[int]]],
     *,
     status_changed_rows: bool,
-) -> Any:
-    """The whole move as one statement over one document of the groups: the primary leads' UPDATE, their
-    status events, the secondary placements' UPDATE, every lead's `stage_moved` entry and, when
-    `status_changed_rows`, the `lead.status_changed` outbox rows (data-modifying CTEs; the unit's own outbox
-    rows join them through `execute_with_events`). PostgreSQL unpacks each group into its leads and writes
-    their rows; what is the same for a whole group (the timeline entry, the event but its lead id) is made
-    once, by the single move's own functions."""
+) -> dict[str, Any]:
+    """The values of `_move_statement`: one document of the groups, each with its leads' ids and what is the
+    same for all of them (the timeline entry; the event but its lead id), made by the single move's own
+    functions."""
 
     def lead_ids(positions: list[int]) -> str:
         return "{" + ",".join([id_texts[p] for p in positions]) + "}"
 
-    document = recordset(
-        "moves",
-        "move_groups",
-        [
-            {
-                "lead_ids": lead_ids(positions),
-                "is_primary": True,
-                "from_stage_id": str(m.from_stage_id),
-                "from_status": m.from_status.value,
-                "lost_reason": m.lost_reason,
-                "status_reason": m.status_reason,
-                "category_changed": m.category_changed,
-                "entry": {**stage_moved_payload(target.pipeline_id, m), "bulk": True},
-                "event": _status_changed_payload(actor, m) if status_changed_rows and m.category_changed else None,
-            }
-            for m, positions in primary
-        ]
-        + [
-            {
-                "lead_ids": lead_ids(positions),
-                "is_primary": False,
-                "entry": {**secondary_stage_moved_payload(target, from_stage), "bulk": True},
-            }
-            for from_stage, positions in secondary
-        ],
+    groups = [
         {
-            "lead_ids": Text,
-            "is_primary": Boolean,
-            "from_stage_id": Uuid,
-            "from_status": Text,
-            "lost_reason": Text,
-            "status_reason": Text,
-            "category_changed": Boolean,
-            "entry": JSONB,
-            "event": JSONB,
-        },
-    )
+            "lead_ids": lead_ids(positions),
+            "is_primary": True,
+            "from_stage_id": str(m.from_stage_id),
+            "from_status": m.from_status.value,
+            "lost_reason": m.lost_reason,
+            "status_reason": m.status_reason,
+            "category_changed": m.category_changed,
+            "entry": {**stage_moved_payload(target.pipeline_id, m), "bulk": True},
+            "event": _status_changed_payload(actor, m) if status_changed_rows and m.category_changed else None,
+        }
+        for m, positions in primary
+    ] + [
+        {
+            "lead_ids": lead_ids(positions),
+            "is_primary": False,
+            "entry": {**secondary_stage_moved_payload(target, from_stage), "bulk": True},
+        }
+        for from_stage, positions in secondary
+    ]
+    count = sum(len(positions) for _, positions in primary) + sum(len(positions) for _, positions in secondary)
+    return {
+        "move_groups": recordset_document(groups),
+        "bulk_organization_id": actor.organization_id,
+        "bulk_actor_user_id": actor.user_id,
+        "bulk_to_status": target.category.value,
+        "bulk_to_stage_id": target.id,
+        "bulk_target_pipeline_id": target.pipeline_id,
+        "bulk_move_count": count,
+        # Three ids a lead at most (status event, stage_moved entry, outbox row), each its own run of stamps.
+        **_IDS.parameters(uuid7_block(3 * count)),
+    }
+
+
+@functools.cache
+def _move_statement(*, status_changed_rows: bool) -> Select[Any]:
+    """The whole move as one statement over the document of the groups: the primary leads' UPDATE, their
+    status events, the secondary placements' UPDATE, every lead's `stage_moved` entry and, when
+    `status_changed_rows`, the `lead.status_changed` outbox rows (data-modifying CTEs; the unit's own outbox
+    rows join them through `execute_with_events`). PostgreSQL unpacks each group into its leads."""
+    document = recordset("move_groups", "move_groups", [], _MOVE_GROUP_COLUMNS)
     member = (
         func.unnest(cast(document.c.lead_ids, ARRAY(Uuid)))
         .table_valued(column("lead_id", Uuid))
@@ -308,14 +331,7 @@ def _bulk_move_statement(
     moves = (
         select(
             member.c.lead_id,
-            document.c.is_primary,
-            document.c.from_stage_id,
-            document.c.from_status,
-            document.c.lost_reason,
-            document.c.status_reason,
-            document.c.category_changed,
-            document.c.entry,
-            document.c.event,
+            *(document.c[name] for name in _MOVE_GROUP_COLUMNS if name != "lead_ids"),
             (func.row_number().over(order_by=member.c.lead_id) - 1).label("n"),
         )
         .select_from(document.join(member, true()))
@@ -323,17 +339,15 @@ def _bulk_move_statement(
         .cte("moves")
         .prefix_with("MATERIALIZED")
     )
-    count = sum(len(positions) for _, positions in primary) + sum(len(positions) for _, positions in secondary)
-    # Three ids a lead at most (status event, stage_moved entry, outbox row), each its own run of stamps.
-    block = SqlUuid7(uuid7_block(3 * count))
+    count = bindparam("bulk_move_count", type_=BigInteger)
 
     def ids(run: int) -> Any:
-        return block.id(literal(run * count, BigInteger) + moves.c.n)
+        return _IDS.id(literal(run, BigInteger) * count + moves.c.n)
 
-    organization_id = literal(actor.organization_id, Uuid)
-    actor_id = literal(actor.user_id, Uuid)
-    to_status = literal(target.category.value, Text)
-    to_stage = literal(target.id, Uuid)
+    organization_id = bindparam("bulk_organization_id", type_=Uuid)
+    actor_id = bindparam("bulk_actor_user_id", type_=Uuid)
+    to_status = bindparam("bulk_to_status", type_=Text)
+    to_stage = bindparam("bulk_to_stage_id", type_=Uuid)
     primary_leads = (
         update(leads)
         .where(leads.c.organization_id == organization_id, leads.c.id == moves.c.lead_id, moves.c.is_primary)
@@ -356,7 +370,7 @@ def _bulk_move_statement(
         update(placements)
         .where(
             placements.c.organization_id == organization_id,
-            placements.c.pipeline_id == literal(target.pipeline_id, Uuid),
+            placements.c.pipeline_id == bindparam("bulk_target_pipeline_id", type_=Uuid),
             placements.c.lead_id == moves.c.lead_id,
             not_(moves.c.is_primary),
         )
@@ -379,10 +393,7 @@ def _bulk_move_statement(
         # The group's event payload with each lead's id set in; left to the relay (no attempt counted: the
         # request publishes none of them).
         payload = func.jsonb_set(
-            moves.c.event,
-            literal_column("'{leadId}'"),
-            func.to_jsonb(cast(moves.c.lead_id, Text)),
-            type_=JSONB,
+            moves.c.event, literal_column("'{leadId}'"), func.to_jsonb(cast(moves.c.lead_id, Text)), type_=JSONB
         )
         status_changed = insert(outbox).from_select(
             ["id", "organization_id", "type", "aggregate_id", "payload", "occurred_at", "attempts"],

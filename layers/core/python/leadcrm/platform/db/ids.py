@@ -11,17 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, LargeBinary, Uuid, bindparam, cast, func, literal, literal_column
+from sqlalchemy import BigInteger, Integer, LargeBinary, Uuid, bindparam, cast, func, literal_column
 
 from leadcrm.platform.ids import Uuid7Block
 
 
 class SqlUuid7:
-    """The block's ids as SQL: `id(k)` is the expression of id k (k an integer expression, from 0)."""
+    """A block's ids as SQL, the block bound at each execution (`parameters`): `id(k)` is the expression of id
+    k (k an integer expression, from 0)."""
 
-    def __init__(self, block: Uuid7Block, name: str = "uuid7_tails") -> None:
-        self._first = literal(block.first, BigInteger)
-        self._tails = cast(bindparam(name, block.tails, type_=LargeBinary), LargeBinary)
+    def __init__(self, name: str) -> None:
+        self._names = (f"{name}_first", f"{name}_tails")
+        self._first = bindparam(self._names[0], type_=BigInteger)
+        self._tails = cast(bindparam(self._names[1], type_=LargeBinary), LargeBinary)
+
+    def parameters(self, block: Uuid7Block) -> dict[str, Any]:
+        return {self._names[0]: block.first, self._names[1]: block.tails}
 
     def id(self, k: Any) -> Any:
         """48 bits of milliseconds, version 7, the 12-bit counter, then the variant and 62 random bits."""

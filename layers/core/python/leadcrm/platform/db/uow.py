@@ -136,17 +136,18 @@ class UnitOfWork:
             raise ValueError("events the request publishes itself are added as DomainEvents")
         self._relayed += count
 
-    def execute_with_events(self, statement: Any) -> CursorResult[Any]:
+    def execute_with_events(self, statement: Any, parameters: dict[str, Any] | None = None) -> CursorResult[Any]:
         """Run the unit's write `statement` (a SELECT, INSERT or UPDATE) with the events added so far written
         to the outbox by the same statement, as a data-modifying CTE: the outbox costs no round trip of its
-        own. Call it for the unit's last write, once its events are added; later events go in at commit."""
+        own. Call it for the unit's last write, once its events are added; later events go in at commit.
+        `parameters`: the statement's values, for a statement built once and bound at each execution."""
         pending = self._events[self._written :]
         if pending:
             statement = statement.add_cte(
                 _outbox_insert(pending, attempts=self._inline_attempts(), name="unit_outbox_rows").cte("unit_outbox")
             )
             self._written = len(self._events)
-        return self.connection.execute(statement)
+        return self.connection.execute(statement, parameters)
 
     def flush_events(self) -> None:
         """Write the events not yet in the outbox, in one statement (commit does it; a bench times it)."""
