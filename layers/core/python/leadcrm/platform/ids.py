@@ -41,7 +41,7 @@ def uuid7_texts(count: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Uuid7Block:
-    """`count` ids reserved for one statement to compose (`leadcrm.platform.db.ids.sql_uuid7`): id k has the
+    """`count` ids reserved for one statement to compose (`leadcrm.platform.db.ids.SqlUuid7`): id k has the
     stamp `first + k` (millisecond << 12 | counter) and the 8 bytes of `tails` from 8k, its variant bits set."""
 
     first: int
