@@ -229,6 +229,31 @@ def test_secondary_placements_in_the_pipeline_move_without_touching_the_status(c
     }
 
 
+def test_moved_and_skipped_leads_are_reported_in_request_order_whatever_group_they_fall_in(caller, sales):
+    """The leads are decided in groups of leads that stand alike; the answer still follows the request."""
+    courses = make_pipeline(caller.org_id)
+    (on_new, on_new_too) = insert_leads(caller.org_id, courses, 2)
+    (on_contacted,) = insert_leads(caller.org_id, courses, 1, category="contacted")
+    (already_there,) = insert_leads(caller.org_id, courses, 1, category="callback")
+    (elsewhere, secondary) = insert_leads(caller.org_id, sales, 2)
+    added = call_api(
+        "POST",
+        f"{leads_path(caller.org_id, secondary)}/pipelines",
+        sub=caller.sub,
+        body={"pipelineId": str(courses.id)},
+    )
+    assert added.status == 201
+    unknown = uuid.uuid4()
+    request = [on_new, elsewhere, already_there, unknown, on_contacted, secondary, on_new_too]
+    response = _bulk(caller, courses.stage("callback"), request)
+    assert response.data["moved"] == [str(i) for i in (on_new, already_there, on_contacted, secondary, on_new_too)]
+    assert response.data["skipped"] == [
+        {"leadId": str(elsewhere), "reason": "not_in_pipeline"},
+        {"leadId": str(unknown), "reason": "not_found"},
+    ]
+    assert [len(status_events(i)) for i in (on_new, on_new_too, on_contacted, already_there)] == [1, 1, 1, 0]
+
+
 def test_leads_already_on_the_stage_count_as_moved_and_record_nothing(caller, sales):
     (lead_id,) = insert_leads(caller.org_id, sales, 1)
     response = _bulk(caller, sales.stage("new"), [lead_id])
