@@ -11,7 +11,7 @@ import pytest
 from leadcrm.directory.access import resolve_actor
 from leadcrm.leads.bulk_moves import BulkMoveResult, bulk_move_stage
 from leadcrm.platform.db.engine import get_engine
-from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.db.uow import INLINE_PUBLISH_LIMIT, UnitOfWork
 from tests.support.api import call_api, leads_path
 from tests.support.database import count_statements, engine_for
 from tests.support.factories import make_caller
@@ -126,6 +126,55 @@ def test_lead_status_changed_is_written_only_for_category_changes(caller, sales)
     assert len(status_events(on_contacted)) == 1  # a same-category move is still in the history
 
 
+def test_past_what_a_request_publishes_each_category_change_is_written_for_the_relay_in_the_same_shape(caller, sales):
+    """More lead.status_changed than a request publishes itself: PostgreSQL builds the rows, each the event
+    a single move writes (`status_changed_event`, ids only), with no attempt counted, so the relay sends
+    them; nothing is published by the request."""
+    ids = insert_leads(caller.org_id, sales, INLINE_PUBLISH_LIMIT + 10)
+    published: list = []
+    with UnitOfWork(publisher=published.extend) as uow:
+        actor = resolve_actor(uow.connection, caller.sub, caller.org_id)
+        bulk_move_stage(uow, actor, sales.stage("callback"), ids)
+        uow.commit()
+    assert published == []
+    for lead_id in ids:
+        (row,) = outbox_events(lead_id)
+        assert row["payload"] == {
+            "leadId": str(lead_id),
+            "fromStatus": "new",
+            "toStatus": "callback",
+            "fromStageId": str(sales.stage("new")),
+            "toStageId": str(sales.stage("callback")),
+            "actorUserId": str(caller.user.id),
+        }
+        assert (row["organization_id"], row["attempts"], row["id"].version) == (caller.org_id, 0, 7)
+
+
+def test_a_small_bulk_move_publishes_its_events_itself_in_request_order(caller, sales):
+    (on_new,) = insert_leads(caller.org_id, sales, 1)
+    (on_contacted,) = insert_leads(caller.org_id, sales, 1, category="contacted")
+    published: list = []
+    with UnitOfWork(publisher=published.extend) as uow:
+        actor = resolve_actor(uow.connection, caller.sub, caller.org_id)
+        bulk_move_stage(uow, actor, sales.stage("callback"), [on_contacted, on_new])
+        uow.commit()
+    assert [(event.type, event.aggregate_id) for event in published] == [
+        ("lead.status_changed", on_contacted),
+        ("lead.status_changed", on_new),
+    ]
+    assert [outbox_events(i)[0]["attempts"] for i in (on_contacted, on_new)] == [1, 1]
+
+
+def test_leads_on_different_stages_each_record_where_they_came_from(caller, sales):
+    (on_new,) = insert_leads(caller.org_id, sales, 1)
+    (on_contacted,) = insert_leads(caller.org_id, sales, 1, category="contacted")
+    response = _bulk(caller, sales.stage("callback"), [on_contacted, on_new])
+    assert response.data["moved"] == [str(on_contacted), str(on_new)]
+    assert status_events(on_new)[0]["from_stage_id"] == sales.stage("new")
+    assert status_events(on_contacted)[0]["from_stage_id"] == sales.stage("contacted")
+    assert activities(on_contacted, "stage_moved")[0]["payload"]["fromStatus"] == "contacted"
+
+
 def test_unconverted_leads_aimed_at_a_converted_stage_are_skipped_and_reported(caller, sales):
     unconverted = insert_leads(caller.org_id, sales, 2)
     (converted,) = insert_leads(caller.org_id, sales, 1)
@@ -180,6 +229,31 @@ def test_secondary_placements_in_the_pipeline_move_without_touching_the_status(c
     }
 
 
+def test_moved_and_skipped_leads_are_reported_in_request_order_whatever_group_they_fall_in(caller, sales):
+    """The leads are decided in groups of leads that stand alike; the answer still follows the request."""
+    courses = make_pipeline(caller.org_id)
+    (on_new, on_new_too) = insert_leads(caller.org_id, courses, 2)
+    (on_contacted,) = insert_leads(caller.org_id, courses, 1, category="contacted")
+    (already_there,) = insert_leads(caller.org_id, courses, 1, category="callback")
+    (elsewhere, secondary) = insert_leads(caller.org_id, sales, 2)
+    added = call_api(
+        "POST",
+        f"{leads_path(caller.org_id, secondary)}/pipelines",
+        sub=caller.sub,
+        body={"pipelineId": str(courses.id)},
+    )
+    assert added.status == 201
+    unknown = uuid.uuid4()
+    request = [on_new, elsewhere, already_there, unknown, on_contacted, secondary, on_new_too]
+    response = _bulk(caller, courses.stage("callback"), request)
+    assert response.data["moved"] == [str(i) for i in (on_new, already_there, on_contacted, secondary, on_new_too)]
+    assert response.data["skipped"] == [
+        {"leadId": str(elsewhere), "reason": "not_in_pipeline"},
+        {"leadId": str(unknown), "reason": "not_found"},
+    ]
+    assert [len(status_events(i)) for i in (on_new, on_new_too, on_contacted, already_there)] == [1, 1, 1, 0]
+
+
 def test_leads_already_on_the_stage_count_as_moved_and_record_nothing(caller, sales):
     (lead_id,) = insert_leads(caller.org_id, sales, 1)
     response = _bulk(caller, sales.stage("new"), [lead_id])
@@ -212,6 +286,16 @@ def test_lost_leads_moving_between_lost_stages_keep_their_own_reason(caller, sal
     _bulk(caller, sales.stage("lost"), [lead_id], lostReason="Too far")
     assert _bulk(caller, sales.stage("lost", 1), [lead_id]).status == 200
     assert lead_row(lead_id)["lost_reason"] == "Too far"
+
+
+def test_lost_leads_moving_together_between_lost_stages_each_keep_their_own_reason(caller, sales):
+    sales = add_stage(sales, caller.org_id, "lost")
+    (too_far,) = insert_leads(caller.org_id, sales, 1)
+    (season_over,) = insert_leads(caller.org_id, sales, 1)
+    _bulk(caller, sales.stage("lost"), [too_far], lostReason="Too far")
+    _bulk(caller, sales.stage("lost"), [season_over], lostReason="Season over")
+    assert _bulk(caller, sales.stage("lost", 1), [too_far, season_over]).status == 200
+    assert (lead_row(too_far)["lost_reason"], lead_row(season_over)["lost_reason"]) == ("Too far", "Season over")
 
 
 def test_leaving_lost_in_bulk_clears_the_lost_reason(caller, sales):

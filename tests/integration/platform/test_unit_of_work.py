@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import func, select
 
 from leadcrm.directory.provisioning import create_organization
 from leadcrm.directory.tables import organizations
 from leadcrm.platform.db.consumer_uow import ConsumerUnitOfWork
 from leadcrm.platform.db.engine import get_engine
-from leadcrm.platform.db.uow import UnitOfWork
+from leadcrm.platform.db.uow import INLINE_PUBLISH_LIMIT, UnitOfWork
 from leadcrm.platform.events import DomainEvent
 from leadcrm.platform.ids import uuid7
 from leadcrm.platform.tables import outbox
@@ -115,3 +116,23 @@ def test_a_consumer_on_a_bare_transaction_leaves_its_events_to_the_relay() -> No
 
     assert _exists(outbox, event.id)
     assert _attempts(event.id) == 0  # nobody tried it: the relay takes it past its grace
+
+
+def test_events_a_statement_wrote_for_the_relay_leave_the_units_own_events_to_the_relay_too() -> None:
+    """A request publishes all of its events or none: past INLINE_PUBLISH_LIMIT, none."""
+    published: list[DomainEvent] = []
+    with UnitOfWork(publisher=published.extend) as uow:
+        event = _event(create_organization(uow.connection, "Bulk"))
+        uow.add_event(event)
+        uow.add_relayed_events(INLINE_PUBLISH_LIMIT)  # written by the caller's own statement
+        uow.commit()
+
+    assert published == []
+    assert _attempts(event.id) == 0
+
+
+def test_events_the_request_would_publish_itself_are_not_counted_as_relayed() -> None:
+    with UnitOfWork() as uow:
+        assert uow.publishes_inline_with(INLINE_PUBLISH_LIMIT)
+        with pytest.raises(ValueError):
+            uow.add_relayed_events(INLINE_PUBLISH_LIMIT)

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from leadcrm.platform.ids import parse_uuid, uuid7, uuid7_texts
+from leadcrm.platform.ids import parse_uuid, uuid7, uuid7_block, uuid7_texts
 
 
 def _unix_ms(value: uuid.UUID) -> int:
@@ -70,3 +70,31 @@ def test_ids_made_as_text_in_bulk_carry_the_current_time():
     value = uuid.UUID(uuid7_texts(1)[0])
     after = time.time_ns() // 1_000_000
     assert before - 5 <= _unix_ms(value) <= after + 50
+
+
+def _stamp(value: uuid.UUID) -> int:
+    """An id's millisecond and counter, as one number (what `uuid7_block` hands out)."""
+    return (value.int >> 80) << 12 | (value.int >> 64) & 0xFFF
+
+
+def test_a_reserved_block_of_stamps_lies_between_the_ids_made_before_and_after_it():
+    before = uuid7()
+    first = uuid7_block(10_000).first
+    after = uuid7()
+    assert _stamp(before) < first
+    assert first + 10_000 - 1 < _stamp(after)
+
+
+def test_a_reserved_block_starts_at_the_current_time():
+    before = time.time_ns() // 1_000_000
+    first = uuid7_block(1).first
+    after = time.time_ns() // 1_000_000
+    assert before - 5 <= first >> 12 <= after + 50
+
+
+def test_a_reserved_block_carries_eight_random_bytes_an_id_each_with_the_rfc_9562_variant():
+    tails = uuid7_block(1_000).tails
+    chunks = [tails[i : i + 8] for i in range(0, len(tails), 8)]
+    assert len(chunks) == 1_000
+    assert all(chunk[0] >> 6 == 0b10 for chunk in chunks)
+    assert len(set(chunks)) == 1_000

@@ -251,6 +251,17 @@ def stage_moved_payload(pipeline_id: uuid.UUID, move: StageMove) -> dict[str, An
     return payload
 
 
+def secondary_stage_moved_payload(target: StageRow, from_stage_id: uuid.UUID) -> dict[str, Any]:
+    """A secondary placement's move: the lead's status does not change, the stage's category is named."""
+    return {
+        "pipelineId": str(target.pipeline_id),
+        "primary": False,
+        "fromStageId": str(from_stage_id),
+        "toStageId": str(target.id),
+        "toCategory": target.category.value,
+    }
+
+
 def status_changed_event(actor: Actor, move: StageMove) -> DomainEvent:
     return DomainEvent(
         type=LEAD_STATUS_CHANGED,

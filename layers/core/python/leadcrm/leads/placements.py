@@ -26,6 +26,7 @@ from leadcrm.leads.moves import (
     public_lead,
     record_primary_move,
     refusal_error,
+    secondary_stage_moved_payload,
     update_lead,
     update_lead_row,
 )
@@ -188,13 +189,7 @@ def move_in_pipeline(
                 actor,
                 lead_id,
                 STAGE_MOVED,
-                {
-                    "pipelineId": str(pipeline_id),
-                    "primary": False,
-                    "fromStageId": str(current_stage),
-                    "toStageId": str(target.id),
-                    "toCategory": target.category.value,
-                },
+                secondary_stage_moved_payload(target, current_stage),
             )
         ],
     )

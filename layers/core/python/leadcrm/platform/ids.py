@@ -10,6 +10,7 @@ import os
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 
 _lock = threading.Lock()
 _last_ms = 0
@@ -36,6 +37,35 @@ def uuid7_texts(count: int) -> list[str]:
         hexa = f"{_value(ms, counter, int.from_bytes(randoms[8 * index : 8 * index + 8], 'big')):032x}"
         texts.append(f"{hexa[:8]}-{hexa[8:12]}-{hexa[12:16]}-{hexa[16:20]}-{hexa[20:]}")
     return texts
+
+
+@dataclass(frozen=True)
+class Uuid7Block:
+    """`count` ids reserved for one statement to compose (`leadcrm.platform.db.ids.SqlUuid7`): id k has the
+    stamp `first + k` (millisecond << 12 | counter) and the 8 bytes of `tails` from 8k, its variant bits set."""
+
+    first: int
+    tails: bytes
+
+
+_TAIL_MASK = b"\x3f" + b"\xff" * 7  # the random bits of an id's last 8 bytes
+_TAIL_VARIANT = b"\x80" + b"\x00" * 7  # RFC 9562 variant (0b10)
+
+
+def uuid7_block(count: int) -> Uuid7Block:
+    """Reserves `count` consecutive stamps for ids PostgreSQL composes in one statement, with their random
+    bits (one read of the random source, the variant set on all of them by three big-integer operations):
+    the process's later ids sort after them, as if they had been made here one by one; no id is made in
+    Python. PostgreSQL's own random source costs about a microsecond an id."""
+    global _last_ms, _last_counter
+    count = max(count, 1)
+    with _lock:
+        first_ms, first_counter = _next_stamp(time.time_ns() // 1_000_000)
+        first = first_ms << 12 | first_counter
+        _last_ms, _last_counter = divmod(first + count - 1, 1 << 12)
+    random = int.from_bytes(os.urandom(8 * count), "big")
+    mask, variant = int.from_bytes(_TAIL_MASK * count, "big"), int.from_bytes(_TAIL_VARIANT * count, "big")
+    return Uuid7Block(first, (random & mask | variant).to_bytes(8 * count, "big"))
 
 
 def _next_stamp(now_ms: int) -> tuple[int, int]:

@@ -43,6 +43,6 @@ class ConsumerUnitOfWork(UnitOfWork):
             self.connection.execute(_outbox_insert(self._events))  # attempts 0: the relay publishes them
         self._events.clear()
 
-    def execute_with_events(self, statement: Any) -> CursorResult[Any]:
+    def execute_with_events(self, statement: Any, parameters: dict[str, Any] | None = None) -> CursorResult[Any]:
         """The consumer's events go in with write_events(): the statement alone."""
-        return self.connection.execute(statement)
+        return self.connection.execute(statement, parameters)

@@ -86,6 +86,7 @@ class UnitOfWork:
         self._publisher = publisher
         self._events: list[DomainEvent] = []
         self._written = 0  # how many of _events a statement has already put in the outbox
+        self._relayed = 0  # events a statement built in the outbox itself, never held here (add_relayed_events)
         self._committed = False
         self._trace = ExitStack()
         self._opened: Token[UnitOfWork | None] | None = None
@@ -112,7 +113,7 @@ class UnitOfWork:
             end_transaction(self.connection, exc, committed=self._committed)
         finally:
             self._trace.__exit__(exc_type, exc, tb)
-        if self._committed and self._events and exc_type is None:
+        if self._committed and (self._events or self._relayed) and exc_type is None:
             self._publish_after_commit()
 
     def add_event(self, event: DomainEvent) -> None:
@@ -122,17 +123,31 @@ class UnitOfWork:
     def events(self) -> tuple[DomainEvent, ...]:
         return tuple(self._events)
 
-    def execute_with_events(self, statement: Any) -> CursorResult[Any]:
+    def publishes_inline_with(self, more: int) -> bool:
+        """Whether the request would still publish its events itself with `more` events added."""
+        return len(self._events) + self._relayed + more <= INLINE_PUBLISH_LIMIT
+
+    def add_relayed_events(self, count: int) -> None:
+        """Counts `count` events that the caller's statement writes to the outbox itself, each row built by
+        PostgreSQL from the rows it writes (a bulk operation's thousands), with no attempt counted: only
+        when they are more than the request publishes (`publishes_inline_with`), so they are the relay's,
+        and so are the unit's own events (a request publishes all of its events or none)."""
+        if self.publishes_inline_with(count):
+            raise ValueError("events the request publishes itself are added as DomainEvents")
+        self._relayed += count
+
+    def execute_with_events(self, statement: Any, parameters: dict[str, Any] | None = None) -> CursorResult[Any]:
         """Run the unit's write `statement` (a SELECT, INSERT or UPDATE) with the events added so far written
         to the outbox by the same statement, as a data-modifying CTE: the outbox costs no round trip of its
-        own. Call it for the unit's last write, once its events are added; later events go in at commit."""
+        own. Call it for the unit's last write, once its events are added; later events go in at commit.
+        `parameters`: the statement's values, for a statement built once and bound at each execution."""
         pending = self._events[self._written :]
         if pending:
             statement = statement.add_cte(
                 _outbox_insert(pending, attempts=self._inline_attempts(), name="unit_outbox_rows").cte("unit_outbox")
             )
             self._written = len(self._events)
-        return self.connection.execute(statement)
+        return self.connection.execute(statement, parameters)
 
     def flush_events(self) -> None:
         """Write the events not yet in the outbox, in one statement (commit does it; a bench times it)."""
@@ -147,7 +162,7 @@ class UnitOfWork:
 
     def _inline_attempts(self) -> int:
         """1 when this unit's publisher will try its events right after the commit, else 0 (the relay's)."""
-        return 1 if len(self._events) <= INLINE_PUBLISH_LIMIT else 0
+        return 1 if len(self._events) + self._relayed <= INLINE_PUBLISH_LIMIT else 0
 
     def _publish_after_commit(self) -> None:
         # Import here: functions that never publish (or tests that inject a publisher) skip boto3.
@@ -155,9 +170,9 @@ class UnitOfWork:
             from leadcrm.platform.outbox import publish_committed
 
             self._publisher = publish_committed
-        if len(self._events) > INLINE_PUBLISH_LIMIT:
+        if len(self._events) + self._relayed > INLINE_PUBLISH_LIMIT:
             # A bulk operation's thousands of events are the relay's job, not the request's.
-            logger.info("events left to the outbox relay", extra={"count": len(self._events)})
+            logger.info("events left to the outbox relay", extra={"count": len(self._events) + self._relayed})
             return
         try:
             self._publisher(self._events)
