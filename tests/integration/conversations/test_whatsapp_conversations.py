@@ -455,15 +455,15 @@ def test_a_batch_of_referrals_lands_each_message_in_its_new_leads_thread_in_one_
     owner, number, monkeypatch
 ):
     import ingestion.processors as processors
-    from leadcrm.ingestion.whatsapp import receive_webhooks
+    from leadcrm.ingestion.whatsapp import record_webhooks
 
     together: list[int] = []
 
-    def counting(payloads, known_leads):
+    def counting(uow, connections, payloads, known_leads):
         together.append(len(payloads))
-        return receive_webhooks(payloads, known_leads)
+        return record_webhooks(uow, connections, payloads, known_leads)
 
-    monkeypatch.setattr(processors, "receive_webhooks", counting)
+    monkeypatch.setattr(processors, "record_webhooks", counting)
 
     assert deliver(*_referrals(number, 5)) == NO_FAILURES
 
@@ -475,10 +475,10 @@ def test_a_batch_of_referrals_lands_each_message_in_its_new_leads_thread_in_one_
 def test_should_the_batch_fail_to_record_together_each_webhook_records_its_own(owner, number, monkeypatch):
     import ingestion.processors as processors
 
-    def refuse(payloads, known_leads):
+    def refuse(uow, connections, payloads, known_leads):
         raise RuntimeError("the batch's unit of work failed")
 
-    monkeypatch.setattr(processors, "receive_webhooks", refuse)
+    monkeypatch.setattr(processors, "record_webhooks", refuse)
 
     assert deliver(*_referrals(number, 3)) == NO_FAILURES
 
