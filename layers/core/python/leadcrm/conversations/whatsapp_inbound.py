@@ -3,19 +3,17 @@ of them (`record_inbound_many`) in the caller's unit of work, with the rules of 
 (conversations.inbound): idempotent on the wamid; only a new message moves its thread (unread + 1, re-open,
 last_message_at), stamps its lead's last_inbound_at and appends `conversation.inbound_received`.
 
-A batch is set-based, a fixed number of statements whatever its size: the threads made where missing and
-locked in id order, the messages inserted, each thread and lead updated once. A message whose lead is not
-known yet (not a referral taken in with the batch) is looked up by its number first.
+A batch is set-based, a fixed number of statements whatever its size: the threads made where missing, then
+locked in id order, then the messages inserted with each thread and lead updated once (one statement). A
+message whose lead is not known yet (not a referral taken in with the batch) is looked up by its number first.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from dataclasses import dataclass
 
 from sqlalchemy import Connection, Integer, Text, Uuid, func, literal, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.conversations.rules import whatsapp as rules
 from leadcrm.conversations.rules.messages import (
@@ -27,9 +25,9 @@ from leadcrm.conversations.rules.messages import (
 )
 from leadcrm.conversations.tables import conversation_messages, conversations
 from leadcrm.leads.identity import organization_region
-from leadcrm.leads.moves import id_list
 from leadcrm.leads.rules.intake import phone_digits, same_phone
 from leadcrm.leads.tables import leads
+from leadcrm.platform.db.inserts import insert_skipping_conflicts
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
@@ -120,8 +118,6 @@ def record_inbound_many(uow: UnitOfWork, addressed: list[Addressed]) -> list[str
         return outcomes
     threads = _threads(conn, rows)
     recorded = _insert_messages(conn, rows, threads)
-    if recorded:
-        _move_threads_and_leads(conn, recorded, threads)
     for row in rows:
         if row["message_id"] in recorded:
             outcomes[row["position"]] = RECORDED
@@ -144,8 +140,7 @@ def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], 
         {"thread_id": Uuid, "organization_id": Uuid, "contact_key": Text, "lead_id": Uuid},
     )
     conn.execute(
-        pg_insert(conversations)
-        .from_select(
+        insert_skipping_conflicts(conversations, ["organization_id", "channel", "contact_key"]).from_select(
             ["id", "organization_id", "channel", "contact_key", "lead_id"],
             select(
                 wanted.c.thread_id,
@@ -155,7 +150,6 @@ def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], 
                 wanted.c.lead_id,
             ).order_by(wanted.c.organization_id, wanted.c.contact_key),
         )  # fmt: skip
-        .on_conflict_do_nothing(index_elements=["organization_id", "channel", "contact_key"])
     )
     found = conn.execute(
         select(conversations.c.id, conversations.c.organization_id, conversations.c.contact_key)
@@ -174,7 +168,9 @@ def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], 
 def _insert_messages(
     conn: Connection, rows: list[dict], threads: dict[tuple[uuid.UUID, str], uuid.UUID]
 ) -> dict[uuid.UUID, uuid.UUID]:
-    """The new messages (a wamid recorded before writes nothing), in the batch's order: message id → thread."""
+    """The new messages (a wamid recorded before writes nothing), in the batch's order, and in the same
+    statement each thread with new messages moved (unread + their number, re-opened, last_message_at) and its
+    lead stamped (last_inbound_at): message id → thread."""
     document = recordset(
         "messages",
         "messages",
@@ -185,8 +181,13 @@ def _insert_messages(
         {"message_id": Uuid, "position": Integer, "organization_id": Uuid, "conversation_id": Uuid, "wamid": Text,
          "body": Text, "from_address": Text, "to_address": Text},
     )  # fmt: skip
-    inserted = conn.execute(
-        pg_insert(conversation_messages)
+    inserted = (
+        insert_skipping_conflicts(
+            conversation_messages,
+            ["channel", "external_message_id"],
+            index_where=(conversation_messages.c.direction == Direction.INBOUND.value)
+            & conversation_messages.c.external_message_id.is_not(None),
+        )
         .from_select(
             [
                 "id",
@@ -213,43 +214,29 @@ def _insert_messages(
                 document.c.wamid,
             ).order_by(document.c.position),
         )  # fmt: skip
-        .on_conflict_do_nothing(
-            index_elements=["channel", "external_message_id"],
-            index_where=(conversation_messages.c.direction == Direction.INBOUND.value)
-            & conversation_messages.c.external_message_id.is_not(None),
-        )
         .returning(conversation_messages.c.id, conversation_messages.c.conversation_id)
-    ).all()
-    return {row.id: row.conversation_id for row in inserted}
-
-
-def _move_threads_and_leads(
-    conn: Connection, recorded: dict[uuid.UUID, uuid.UUID], threads: dict[tuple[uuid.UUID, str], uuid.UUID]
-) -> None:
-    """Each thread with new messages: unread + their number, re-opened, last_message_at; its lead stamped."""
-    per_thread = Counter(recorded.values())
-    counts = recordset(
-        "threads",
-        "threads",
-        [{"thread_id": thread_id, "added": added} for thread_id, added in sorted(per_thread.items())],
-        {"thread_id": Uuid, "added": Integer},
+        .cte("inserted")
     )
-    moved = conn.execute(
+    added = (
+        select(inserted.c.conversation_id, func.count().label("added"))
+        .group_by(inserted.c.conversation_id)
+        .cte("added")
+    )
+    moved = (
         update(conversations)
-        .where(conversations.c.id == counts.c.thread_id)
+        .where(conversations.c.id == added.c.conversation_id)
         .values(
-            unread_count=conversations.c.unread_count + counts.c.added,
+            unread_count=conversations.c.unread_count + added.c.added,
             status=ConversationStatus.OPEN.value,
             last_message_at=sql_now(),
             updated_at=sql_now(),
         )
         .returning(conversations.c.lead_id)
-    ).all()
-    lead_ids = sorted({row.lead_id for row in moved if row.lead_id is not None})
-    if lead_ids:
-        conn.execute(
-            update(leads).where(leads.c.id == func.any(id_list("lead_ids", lead_ids))).values(last_inbound_at=sql_now())
-        )
+        .cte("moved")
+    )
+    stamped = update(leads).where(leads.c.id.in_(select(moved.c.lead_id))).values(last_inbound_at=sql_now())
+    recorded = conn.execute(select(inserted.c.id, inserted.c.conversation_id).add_cte(stamped.cte("stamped"))).all()
+    return {row.id: row.conversation_id for row in recorded}
 
 
 def _inbound_received(row: dict, thread_id: uuid.UUID) -> DomainEvent:

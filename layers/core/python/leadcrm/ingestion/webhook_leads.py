@@ -25,8 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Text, Uuid, insert, literal, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Connection, Text, Update, Uuid, insert, literal, select, update
 
 from leadcrm.ingestion.connections import ActiveConnection, active_connections
 from leadcrm.ingestion.rules.meta import FetchedMetaLead, WhatsAppMessage
@@ -46,6 +45,7 @@ from leadcrm.leads.campaigns import find_or_create_campaigns
 from leadcrm.leads.capture import RESUBMITTED_ACTIVITY
 from leadcrm.leads.dedup import IntakeContext, lock_people, open_batch_intake, open_intake
 from leadcrm.leads.intake import DuplicateLead, intake_lead, record_receipt
+from leadcrm.platform.db.inserts import insert_skipping_conflicts
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.ids import uuid7
@@ -172,11 +172,13 @@ def _ingest_together(batch: _Batch, alongside: Alongside[T] | None) -> tuple[dic
                 results[index] = Ingested(routable.lead.channel, routable.lead.external_ref, Outcome.NO_CONNECTION)
             else:
                 routed[index] = _Routed(connection.organization_id, routable.lead)
-        _take_in_routed(uow, routed, results)
+        settle = _take_in_routed(uow, routed, results)
         done: T | None = None
         if alongside is not None:
             so_far = [results[index] if result is None else result for index, result in enumerate(batch.results)]
             done = alongside.run(uow, connections, so_far)
+        if settle is not None:  # the unit's last write: the events not yet in the outbox go in with it
+            uow.execute_with_events(settle)
         uow.commit()
     return results, done
 
@@ -185,13 +187,17 @@ def ingest(organization_id: uuid.UUID, lead: WebhookLead) -> Ingested:
     """One lead already routed to its organization, taken in as a batch of one; one transaction."""
     results: dict[int, Ingested] = {}
     with UnitOfWork() as uow:
-        _take_in_routed(uow, {0: _Routed(organization_id, lead)}, results)
+        settle = _take_in_routed(uow, {0: _Routed(organization_id, lead)}, results)
+        if settle is not None:
+            uow.execute_with_events(settle)
         uow.commit()
     return results[0]
 
 
-def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[int, Ingested]) -> None:
-    """Claim, hook, lock, take in and attribute the routed deliveries, in the caller's unit of work."""
+def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[int, Ingested]) -> Update | None:
+    """Claim, hook, lock and take in the routed deliveries, in the caller's unit of work; the statement that
+    writes their attributions and settles their claims is returned for the caller to run as its last write
+    (`UnitOfWork.execute_with_events`), None when the batch owned no claim."""
     conn = uow.connection
     claimed = _claim_all(conn, routed)
     for index, item in routed.items():
@@ -211,7 +217,8 @@ def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[i
             lead_id, outcome = taken[index]
             attributions.append(_attribution_row(item, lead_id, campaigns[index]))
             results[index] = Ingested(item.lead.channel, item.lead.external_ref, outcome, item.organization_id, lead_id)
-        _attribute_and_settle(conn, attributions, [results[index] for index in owned])
+        return _attribute_and_settle(attributions, [results[index] for index in owned])
+    return None
 
 
 def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
@@ -229,14 +236,13 @@ def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
     ]
     src = recordset("claims", "claims", claims, {"channel": Text, "external_ref": Text, "organization_id": Uuid})
     rows = conn.execute(
-        pg_insert(ingested_events)
+        insert_skipping_conflicts(ingested_events, ["channel", "external_ref"])
         .from_select(
             ["channel", "external_ref", "organization_id", "outcome"],
             select(src.c.channel, src.c.external_ref, src.c.organization_id, literal(Outcome.CREATED.value))
             .select_from(src)
             .order_by(src.c.channel, src.c.external_ref),
         )
-        .on_conflict_do_nothing(index_elements=["channel", "external_ref"])
         .returning(ingested_events.c.channel, ingested_events.c.external_ref)
     ).all()
     return {first[row.channel, row.external_ref] for row in rows}
@@ -349,7 +355,7 @@ _ATTRIBUTION_COLUMNS = {
 }
 
 
-def _attribute_and_settle(conn: Connection, attributions: list[dict[str, Any]], results: list[Ingested]) -> None:
+def _attribute_and_settle(attributions: list[dict[str, Any]], results: list[Ingested]) -> Update:
     """Every attribution of the batch, and what each owned claim became (its lead and outcome), in one
     statement (recordsets: compiled once, whatever the batch's size)."""
     src = recordset("attributions", "attributions", attributions, _ATTRIBUTION_COLUMNS)
@@ -363,7 +369,7 @@ def _attribute_and_settle(conn: Connection, attributions: list[dict[str, Any]], 
     settled = recordset(
         "settled_claims", "settled", rows, {"channel": Text, "external_ref": Text, "lead_id": Uuid, "outcome": Text}
     )
-    conn.execute(
+    return (
         update(ingested_events)
         .where(ingested_events.c.channel == settled.c.channel, ingested_events.c.external_ref == settled.c.external_ref)
         .values(lead_id=settled.c.lead_id, outcome=settled.c.outcome)

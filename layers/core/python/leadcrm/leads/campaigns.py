@@ -14,6 +14,7 @@ from sqlalchemy import Connection, Text, Uuid, func, insert, literal, select, tu
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.leads.tables import lead_campaigns
+from leadcrm.platform.db.inserts import insert_skipping_conflicts
 from leadcrm.platform.db.now import sql_now
 from leadcrm.platform.db.recordsets import recordset
 from leadcrm.platform.errors import BadRequest, NotFound
@@ -67,31 +68,40 @@ def find_or_create_campaign(
 def find_or_create_campaigns(
     conn: Connection, organization_id: uuid.UUID, channel: str, hooks: dict[str, str]
 ) -> dict[str, uuid.UUID]:
-    """`find_or_create_campaign` for many hooks of one channel at once (external_ref -> name): two statements
-    whatever their number. The refs are inserted in sorted order, so two batches minting the same hooks wait
-    for each other on the first they share instead of deadlocking."""
+    """`find_or_create_campaign` for many hooks of one channel at once (external_ref -> name): one statement
+    whatever their number (two when a concurrent transaction minted one of them meanwhile). The refs are
+    inserted in sorted order, so two batches minting the same hooks wait for each other on the first they
+    share instead of deadlocking."""
     if not hooks:
         return {}
     refs = sorted(hooks)
     rows = [{"id": uuid7(), "name": hooks[ref], "external_ref": ref} for ref in refs]
     src = recordset("campaign_hooks", "campaign_hooks", rows, {"id": Uuid, "name": Text, "external_ref": Text})
-    created = conn.execute(
-        pg_insert(lead_campaigns)
+    minted = (
+        insert_skipping_conflicts(
+            lead_campaigns,
+            ["organization_id", "channel", "external_ref"],
+            index_where=lead_campaigns.c.external_ref.isnot(None),
+        )
         .from_select(
             ["id", "organization_id", "name", "channel", "external_ref"],
             select(src.c.id, literal(organization_id, Uuid), src.c.name, literal(channel, Text), src.c.external_ref)
             .select_from(src)
             .order_by(src.c.external_ref),
         )
-        .on_conflict_do_nothing(
-            index_elements=["organization_id", "channel", "external_ref"],
-            index_where=lead_campaigns.c.external_ref.isnot(None),
-        )
         .returning(lead_campaigns.c.external_ref, lead_campaigns.c.id)
-    ).all()
+        .cte("minted")
+    )
+    # The hooks minted before are read by the same statement (it sees them; not the ones it mints itself).
+    minted_before = (
+        select(lead_campaigns.c.external_ref, lead_campaigns.c.id)
+        .join(src, lead_campaigns.c.external_ref == src.c.external_ref)
+        .where(lead_campaigns.c.organization_id == organization_id, lead_campaigns.c.channel == channel)
+    )
+    created = conn.execute(select(minted.c.external_ref, minted.c.id).union_all(minted_before)).all()
     found = {row.external_ref: row.id for row in created}
     if missing := [ref for ref in refs if ref not in found]:
-        # Minted before, or by a concurrent transaction we waited for (a new statement sees its commit).
+        # Minted by a concurrent transaction we waited for, after this statement began: a new one sees it.
         rows = conn.execute(
             select(lead_campaigns.c.external_ref, lead_campaigns.c.id).where(
                 lead_campaigns.c.organization_id == organization_id,
