@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import cache
 
-from sqlalchemy import Connection, Integer, Text, Uuid, func, literal, select, update
+from sqlalchemy import Connection, Insert, Integer, Select, Text, Uuid, func, literal, select, update
 
 from leadcrm.conversations.rules import whatsapp as rules
 from leadcrm.conversations.rules.messages import (
@@ -29,7 +30,7 @@ from leadcrm.leads.rules.intake import phone_digits, same_phone
 from leadcrm.leads.tables import leads
 from leadcrm.platform.db.inserts import insert_skipping_conflicts
 from leadcrm.platform.db.now import sql_now
-from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.recordsets import recordset, recordset_document
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED, DomainEvent
 from leadcrm.platform.ids import uuid7
@@ -130,28 +131,39 @@ def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], 
     """Each contact's WhatsApp thread, made where there is none, locked in id order (two batches touching the
     same threads queue instead of deadlocking); by (organization, contact key)."""
     contacts = {(row["organization_id"], row["contact_key"]): row["lead_id"] for row in rows}
-    wanted = recordset(
-        "contacts",
-        "contacts",
-        [
-            {"thread_id": uuid7(), "organization_id": o, "contact_key": k, "lead_id": lead}
-            for (o, k), lead in contacts.items()
-        ],
-        {"thread_id": Uuid, "organization_id": Uuid, "contact_key": Text, "lead_id": Uuid},
-    )
-    conn.execute(
-        insert_skipping_conflicts(conversations, ["organization_id", "channel", "contact_key"]).from_select(
-            ["id", "organization_id", "channel", "contact_key", "lead_id"],
-            select(
-                wanted.c.thread_id,
-                wanted.c.organization_id,
-                literal(CHANNEL, Text),
-                wanted.c.contact_key,
-                wanted.c.lead_id,
-            ).order_by(wanted.c.organization_id, wanted.c.contact_key),
-        )  # fmt: skip
-    )
-    found = conn.execute(
+    wanted = {
+        "contacts": recordset_document(
+            [
+                {"thread_id": uuid7(), "organization_id": o, "contact_key": k, "lead_id": lead}
+                for (o, k), lead in contacts.items()
+            ]
+        )
+    }
+    make, lock = _thread_statements()
+    conn.execute(make, wanted)
+    found = conn.execute(lock, wanted).all()
+    return {(row.organization_id, row.contact_key): row.id for row in found}
+
+
+_CONTACT_COLUMNS = {"thread_id": Uuid, "organization_id": Uuid, "contact_key": Text, "lead_id": Uuid}
+_MESSAGE_COLUMNS = {
+    "message_id": Uuid, "position": Integer, "organization_id": Uuid, "conversation_id": Uuid, "wamid": Text,
+    "body": Text, "from_address": Text, "to_address": Text,
+}  # fmt: skip
+
+
+@cache
+def _thread_statements() -> tuple[Insert, Select]:
+    """The threads made where missing, then locked (built once: only their `contacts` change)."""
+    wanted = recordset("contacts", "contacts", [], _CONTACT_COLUMNS)
+    make = insert_skipping_conflicts(conversations, ["organization_id", "channel", "contact_key"]).from_select(
+        ["id", "organization_id", "channel", "contact_key", "lead_id"],
+        select(
+            wanted.c.thread_id, wanted.c.organization_id, literal(CHANNEL, Text), wanted.c.contact_key,
+            wanted.c.lead_id,
+        ).order_by(wanted.c.organization_id, wanted.c.contact_key),
+    )  # fmt: skip
+    lock = (
         select(conversations.c.id, conversations.c.organization_id, conversations.c.contact_key)
         .join(
             wanted,
@@ -161,8 +173,8 @@ def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], 
         .where(conversations.c.channel == CHANNEL)
         .order_by(conversations.c.id)
         .with_for_update(of=conversations)
-    ).all()
-    return {(row.organization_id, row.contact_key): row.id for row in found}
+    )
+    return make, lock
 
 
 def _insert_messages(
@@ -171,16 +183,17 @@ def _insert_messages(
     """The new messages (a wamid recorded before writes nothing), in the batch's order, and in the same
     statement each thread with new messages moved (unread + their number, re-opened, last_message_at) and its
     lead stamped (last_inbound_at): message id → thread."""
-    document = recordset(
-        "messages",
-        "messages",
-        [
-            {**row, "conversation_id": threads[(row["organization_id"], row["contact_key"])]}
-            for row in rows
-        ],
-        {"message_id": Uuid, "position": Integer, "organization_id": Uuid, "conversation_id": Uuid, "wamid": Text,
-         "body": Text, "from_address": Text, "to_address": Text},
-    )  # fmt: skip
+    document = recordset_document(
+        [{**row, "conversation_id": threads[(row["organization_id"], row["contact_key"])]} for row in rows]
+    )
+    recorded = conn.execute(_messages_statement(), {"messages": document}).all()
+    return {row.id: row.conversation_id for row in recorded}
+
+
+@cache
+def _messages_statement() -> Select:
+    """`_insert_messages`'s statement, built once: only its `messages` change."""
+    document = recordset("messages", "messages", [], _MESSAGE_COLUMNS)
     inserted = (
         insert_skipping_conflicts(
             conversation_messages,
@@ -235,8 +248,7 @@ def _insert_messages(
         .cte("moved")
     )
     stamped = update(leads).where(leads.c.id.in_(select(moved.c.lead_id))).values(last_inbound_at=sql_now())
-    recorded = conn.execute(select(inserted.c.id, inserted.c.conversation_id).add_cte(stamped.cte("stamped"))).all()
-    return {row.id: row.conversation_id for row in recorded}
+    return select(inserted.c.id, inserted.c.conversation_id).add_cte(stamped.cte("stamped"))
 
 
 def _inbound_received(row: dict, thread_id: uuid.UUID) -> DomainEvent:

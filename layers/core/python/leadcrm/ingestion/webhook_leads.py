@@ -23,9 +23,10 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Text, Update, Uuid, insert, literal, select, update
+from sqlalchemy import Connection, Insert, Text, Update, Uuid, insert, literal, select, update
 
 from leadcrm.ingestion.connections import ActiveConnection, active_connections
 from leadcrm.ingestion.rules.meta import FetchedMetaLead, WhatsAppMessage
@@ -46,7 +47,7 @@ from leadcrm.leads.capture import RESUBMITTED_ACTIVITY
 from leadcrm.leads.dedup import IntakeContext, lock_people, open_batch_intake, open_intake
 from leadcrm.leads.intake import DuplicateLead, intake_lead, record_receipt
 from leadcrm.platform.db.inserts import insert_skipping_conflicts
-from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.recordsets import recordset, recordset_document
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.ids import uuid7
 
@@ -54,6 +55,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Connections = Mapping[tuple[str, str], ActiveConnection]
+_Statement = tuple[Update, dict[str, Any]]  # a statement built once, and the parameters of one execution
 
 
 @dataclass(frozen=True)
@@ -178,7 +180,7 @@ def _ingest_together(batch: _Batch, alongside: Alongside[T] | None) -> tuple[dic
             so_far = [results[index] if result is None else result for index, result in enumerate(batch.results)]
             done = alongside.run(uow, connections, so_far)
         if settle is not None:  # the unit's last write: the events not yet in the outbox go in with it
-            uow.execute_with_events(settle)
+            uow.execute_with_events(*settle)
         uow.commit()
     return results, done
 
@@ -189,12 +191,12 @@ def ingest(organization_id: uuid.UUID, lead: WebhookLead) -> Ingested:
     with UnitOfWork() as uow:
         settle = _take_in_routed(uow, {0: _Routed(organization_id, lead)}, results)
         if settle is not None:
-            uow.execute_with_events(settle)
+            uow.execute_with_events(*settle)
         uow.commit()
     return results[0]
 
 
-def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[int, Ingested]) -> Update | None:
+def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[int, Ingested]) -> _Statement | None:
     """Claim, hook, lock and take in the routed deliveries, in the caller's unit of work; the statement that
     writes their attributions and settles their claims is returned for the caller to run as its last write
     (`UnitOfWork.execute_with_events`), None when the batch owned no claim."""
@@ -234,8 +236,15 @@ def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
         {"channel": channel, "external_ref": ref, "organization_id": routed[first[channel, ref]].organization_id}
         for channel, ref in sorted(first)
     ]
-    src = recordset("claims", "claims", claims, {"channel": Text, "external_ref": Text, "organization_id": Uuid})
-    rows = conn.execute(
+    rows = conn.execute(_claim_statement(), {"claims": recordset_document(claims)}).all()
+    return {first[row.channel, row.external_ref] for row in rows}
+
+
+@cache
+def _claim_statement() -> Insert:
+    """`_claim_all`'s statement, built once: only its `claims` change."""
+    src = recordset("claims", "claims", [], {"channel": Text, "external_ref": Text, "organization_id": Uuid})
+    return (
         insert_skipping_conflicts(ingested_events, ["channel", "external_ref"])
         .from_select(
             ["channel", "external_ref", "organization_id", "outcome"],
@@ -244,8 +253,7 @@ def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
             .order_by(src.c.channel, src.c.external_ref),
         )
         .returning(ingested_events.c.channel, ingested_events.c.external_ref)
-    ).all()
-    return {first[row.channel, row.external_ref] for row in rows}
+    )
 
 
 def _campaign_hooks(conn: Connection, owned: Any) -> dict[tuple[uuid.UUID, str, str], uuid.UUID]:
@@ -355,19 +363,25 @@ _ATTRIBUTION_COLUMNS = {
 }
 
 
-def _attribute_and_settle(attributions: list[dict[str, Any]], results: list[Ingested]) -> Update:
+def _attribute_and_settle(attributions: list[dict[str, Any]], results: list[Ingested]) -> _Statement:
     """Every attribution of the batch, and what each owned claim became (its lead and outcome), in one
-    statement (recordsets: compiled once, whatever the batch's size)."""
-    src = recordset("attributions", "attributions", attributions, _ATTRIBUTION_COLUMNS)
-    attribute = insert(lead_attributions).from_select(
-        list(_ATTRIBUTION_COLUMNS), select(*(src.c[name] for name in _ATTRIBUTION_COLUMNS)).select_from(src)
-    )
+    statement (built once, whatever the batch's size), with its parameters."""
     rows = [
         {"channel": r.channel, "external_ref": r.external_ref, "lead_id": str(r.lead_id), "outcome": r.outcome.value}
         for r in results
     ]
+    parameters = {"attributions": recordset_document(attributions), "settled_claims": recordset_document(rows)}
+    return _settle_statement(), parameters
+
+
+@cache
+def _settle_statement() -> Update:
+    src = recordset("attributions", "attributions", [], _ATTRIBUTION_COLUMNS)
+    attribute = insert(lead_attributions).from_select(
+        list(_ATTRIBUTION_COLUMNS), select(*(src.c[name] for name in _ATTRIBUTION_COLUMNS)).select_from(src)
+    )
     settled = recordset(
-        "settled_claims", "settled", rows, {"channel": Text, "external_ref": Text, "lead_id": Uuid, "outcome": Text}
+        "settled_claims", "settled", [], {"channel": Text, "external_ref": Text, "lead_id": Uuid, "outcome": Text}
     )
     return (
         update(ingested_events)

@@ -15,7 +15,7 @@ In Lambda a unit of work is one trace subsegment, `## unit of work`, with its st
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -122,17 +122,18 @@ class UnitOfWork:
     def events(self) -> tuple[DomainEvent, ...]:
         return tuple(self._events)
 
-    def execute_with_events(self, statement: Any) -> CursorResult[Any]:
+    def execute_with_events(self, statement: Any, parameters: Mapping[str, Any] | None = None) -> CursorResult[Any]:
         """Run the unit's write `statement` (a SELECT, INSERT or UPDATE) with the events added so far written
         to the outbox by the same statement, as a data-modifying CTE: the outbox costs no round trip of its
-        own. Call it for the unit's last write, once its events are added; later events go in at commit."""
+        own. Call it for the unit's last write, once its events are added; later events go in at commit.
+        `parameters`: those of a statement built once (see recordsets.recordset)."""
         pending = self._events[self._written :]
         if pending:
             statement = statement.add_cte(
                 _outbox_insert(pending, attempts=self._inline_attempts(), name="unit_outbox_rows").cte("unit_outbox")
             )
             self._written = len(self._events)
-        return self.connection.execute(statement)
+        return self.connection.execute(statement, parameters)
 
     def flush_events(self) -> None:
         """Write the events not yet in the outbox, in one statement (commit does it; a bench times it)."""
