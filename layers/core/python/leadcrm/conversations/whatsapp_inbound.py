@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import Connection, Insert, Integer, Select, Text, Uuid, func, literal, select, update
+from sqlalchemy import CompoundSelect, Connection, Integer, Select, Text, Uuid, func, literal, select, update
 
 from leadcrm.conversations.rules import whatsapp as rules
 from leadcrm.conversations.rules.messages import (
@@ -128,8 +128,10 @@ def record_inbound_many(uow: UnitOfWork, addressed: list[Addressed]) -> list[str
 
 
 def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], uuid.UUID]:
-    """Each contact's WhatsApp thread, made where there is none, locked in id order (two batches touching the
-    same threads queue instead of deadlocking); by (organization, contact key)."""
+    """Each contact's WhatsApp thread, made where there is none, the others locked in id order (two batches
+    touching the same threads queue instead of deadlocking), in one statement; by (organization, contact key).
+    A thread a concurrent batch made after that statement began (it waited for that batch, then skipped the
+    thread) is not in its snapshot: a second statement finds and locks it."""
     contacts = {(row["organization_id"], row["contact_key"]): row["lead_id"] for row in rows}
     wanted = {
         "contacts": recordset_document(
@@ -139,10 +141,11 @@ def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], 
             ]
         )
     }
-    make, lock = _thread_statements()
-    conn.execute(make, wanted)
-    found = conn.execute(lock, wanted).all()
-    return {(row.organization_id, row.contact_key): row.id for row in found}
+    make_or_lock, lock = _thread_statements()
+    found = {(row.organization_id, row.contact_key): row.id for row in conn.execute(make_or_lock, wanted)}
+    if len(found) < len(contacts):
+        found.update({(row.organization_id, row.contact_key): row.id for row in conn.execute(lock, wanted)})
+    return found
 
 
 _CONTACT_COLUMNS = {"thread_id": Uuid, "organization_id": Uuid, "contact_key": Text, "lead_id": Uuid}
@@ -153,15 +156,21 @@ _MESSAGE_COLUMNS = {
 
 
 @cache
-def _thread_statements() -> tuple[Insert, Select]:
-    """The threads made where missing, then locked (built once: only their `contacts` change)."""
+def _thread_statements() -> tuple[CompoundSelect, Select]:
+    """The threads made where missing with the others locked, and the lock alone (built once: only their
+    `contacts` change)."""
     wanted = recordset("contacts", "contacts", [], _CONTACT_COLUMNS)
-    make = insert_skipping_conflicts(conversations, ["organization_id", "channel", "contact_key"]).from_select(
-        ["id", "organization_id", "channel", "contact_key", "lead_id"],
-        select(
-            wanted.c.thread_id, wanted.c.organization_id, literal(CHANNEL, Text), wanted.c.contact_key,
-            wanted.c.lead_id,
-        ).order_by(wanted.c.organization_id, wanted.c.contact_key),
+    made = (
+        insert_skipping_conflicts(conversations, ["organization_id", "channel", "contact_key"])
+        .from_select(
+            ["id", "organization_id", "channel", "contact_key", "lead_id"],
+            select(
+                wanted.c.thread_id, wanted.c.organization_id, literal(CHANNEL, Text), wanted.c.contact_key,
+                wanted.c.lead_id,
+            ).order_by(wanted.c.organization_id, wanted.c.contact_key),
+        )
+        .returning(conversations.c.id, conversations.c.organization_id, conversations.c.contact_key)
+        .cte("made")
     )  # fmt: skip
     lock = (
         select(conversations.c.id, conversations.c.organization_id, conversations.c.contact_key)
@@ -174,7 +183,11 @@ def _thread_statements() -> tuple[Insert, Select]:
         .order_by(conversations.c.id)
         .with_for_update(of=conversations)
     )
-    return make, lock
+    locked = lock.cte("locked")  # the threads that were there when the statement began
+    make_or_lock = select(made.c.id, made.c.organization_id, made.c.contact_key).union_all(
+        select(locked.c.id, locked.c.organization_id, locked.c.contact_key)
+    )
+    return make_or_lock, lock
 
 
 def _insert_messages(
