@@ -142,15 +142,20 @@ def lead_batch(records: list[dict[str, Any]]) -> Iterator[None]:
     its own webhook. A record that does not read as one is left to its handler, which rejects it."""
     read = _read_records(records)
     if read.deliveries or read.webhooks:
-        results, recorded = ingest_batch(read.deliveries, _conversations_alongside(read))
-        for owner in read.webhooks:
-            _batched.setdefault(owner, [])  # a webhook of statuses only is settled as the batch's too
-        for owner, result in zip(read.owners, results, strict=True):
-            _batched.setdefault(owner, []).append(result)
-        if recorded is not None:
-            owners, outcomes = recorded
-            _conversations_recorded.update(owners)
-            _count_conversations(outcomes)
+        try:
+            alongside = _conversations_alongside(read) if read.webhooks else None
+            results, recorded = ingest_batch(read.deliveries, alongside)
+        except Exception as error:  # then each record is handled by its own handler, as before batches
+            logger.warning("the batch could not be taken in together", extra={"error": type(error).__name__})
+        else:
+            for owner in read.webhooks:
+                _batched.setdefault(owner, [])  # a webhook of statuses only is settled as the batch's too
+            for owner, result in zip(read.owners, results, strict=True):
+                _batched.setdefault(owner, []).append(result)
+            if recorded is not None:
+                owners, outcomes = recorded
+                _conversations_recorded.update(owners)
+                _count_conversations(outcomes)
     try:
         yield
     finally:
