@@ -23,7 +23,12 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from leadcrm.ingestion.csv_import_runner import run_import
-from leadcrm.ingestion.rules.meta import WhatsAppMessage, fetched_lead_from_payload, whatsapp_messages
+from leadcrm.ingestion.rules.meta import (
+    WhatsAppMessage,
+    fetched_lead_from_payload,
+    whatsapp_messages,
+    whatsapp_statuses,
+)
 from leadcrm.ingestion.webhook_deliveries import DROPPED
 from leadcrm.ingestion.webhook_leads import (
     Alongside,
@@ -218,10 +223,11 @@ def _read_records(records: list[dict[str, Any]]) -> _Records:
             elif body.get("kind") == "whatsapp":
                 payload = json_object(webhook_bodies.payload_of(body), "the payload")
                 deliveries = list(whatsapp_messages(payload))
+                whatsapp_statuses(payload)  # read here too: a webhook whose statuses do not read fails alone
                 read.webhooks[record["messageId"]] = payload
             else:
                 continue
-        except Exception:
+        except Exception:  # the record's handler reads it again, and rejects it with the reason
             continue
         read.deliveries.extend(deliveries)
         read.owners.extend([record["messageId"]] * len(deliveries))
