@@ -13,8 +13,22 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
-from sqlalchemy import CompoundSelect, Connection, Integer, Select, Text, Uuid, func, literal, select, update
+from sqlalchemy import (
+    ARRAY,
+    CompoundSelect,
+    Connection,
+    Integer,
+    Select,
+    Text,
+    Uuid,
+    cast,
+    func,
+    literal,
+    select,
+    update,
+)
 
 from leadcrm.conversations.rules import whatsapp as rules
 from leadcrm.conversations.rules.messages import (
@@ -243,16 +257,20 @@ def _messages_statement() -> Select:
         .returning(conversation_messages.c.id, conversation_messages.c.conversation_id)
         .cte("inserted")
     )
+    # The threads and leads are found by their primary keys whatever the planner thinks of the CTEs' sizes
+    # (`= ANY(array)`): a join to a CTE it guesses at 100 rows is a scan of the whole table while it is small.
+    threads_moved = _ids(select(func.array_agg(inserted.c.conversation_id.distinct())))
     added = (
-        select(inserted.c.conversation_id, func.count().label("added"))
-        .group_by(inserted.c.conversation_id)
-        .cte("added")
+        select(func.count())
+        .select_from(inserted)
+        .where(inserted.c.conversation_id == conversations.c.id)
+        .scalar_subquery()
     )
     moved = (
         update(conversations)
-        .where(conversations.c.id == added.c.conversation_id)
+        .where(conversations.c.id == func.any(threads_moved))
         .values(
-            unread_count=conversations.c.unread_count + added.c.added,
+            unread_count=conversations.c.unread_count + added,
             status=ConversationStatus.OPEN.value,
             last_message_at=sql_now(),
             updated_at=sql_now(),
@@ -260,8 +278,14 @@ def _messages_statement() -> Select:
         .returning(conversations.c.lead_id)
         .cte("moved")
     )
-    stamped = update(leads).where(leads.c.id.in_(select(moved.c.lead_id))).values(last_inbound_at=sql_now())
+    leads_stamped = _ids(select(func.array_agg(moved.c.lead_id.distinct())))
+    stamped = update(leads).where(leads.c.id == func.any(leads_stamped)).values(last_inbound_at=sql_now())
     return select(inserted.c.id, inserted.c.conversation_id).add_cte(stamped.cte("stamped"))
+
+
+def _ids(aggregated: Select) -> Any:
+    """A select of one uuid[] as the array `= ANY(…)` takes (not as a subquery of rows: the cast says so)."""
+    return cast(aggregated.scalar_subquery(), ARRAY(Uuid))
 
 
 def _inbound_received(row: dict, thread_id: uuid.UUID) -> DomainEvent:
