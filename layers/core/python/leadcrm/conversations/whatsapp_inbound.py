@@ -44,7 +44,7 @@ from leadcrm.leads.rules.intake import phone_digits, same_phone
 from leadcrm.leads.tables import leads
 from leadcrm.platform.db.inserts import insert_skipping_conflicts
 from leadcrm.platform.db.now import sql_now
-from leadcrm.platform.db.recordsets import recordset, recordset_document
+from leadcrm.platform.db.recordsets import any_of, recordset, recordset_document
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED, DomainEvent
 from leadcrm.platform.ids import uuid7
@@ -193,7 +193,11 @@ def _thread_statements() -> tuple[CompoundSelect, Select]:
             (conversations.c.organization_id == wanted.c.organization_id)
             & (conversations.c.contact_key == wanted.c.contact_key),
         )
-        .where(conversations.c.channel == CHANNEL)
+        .where(
+            conversations.c.channel == CHANNEL,
+            conversations.c.organization_id == any_of(wanted.c.organization_id, Uuid),
+            conversations.c.contact_key == any_of(wanted.c.contact_key, Text),
+        )
         .order_by(conversations.c.id)
         .with_for_update(of=conversations)
     )
