@@ -4,9 +4,10 @@ Every webhook delivery ends in one outcome per lead it carried (created, reopene
 dropped: no active connection, organic WhatsApp message). Each outcome is counted (a CloudWatch metric,
 `Ingestion.<channel>.<outcome>`) and logged with ids only.
 
-The Meta leads and WhatsApp messages of one SQS batch are taken in together (`lead_batch`, one unit of work:
-`leadcrm.ingestion.webhook_leads.ingest_deliveries`) before the records are handled one by one; each record
-then settles what happened to its own leads (`batched`), so a record whose lead failed is reported alone.
+The Meta leads and WhatsApp messages of one SQS batch are taken in together, and the batch's WhatsApp messages
+and statuses recorded in their threads, in one unit of work (`lead_batch`:
+`leadcrm.ingestion.webhook_leads.ingest_batch`) before the records are handled one by one; each record then
+settles what happened to its own leads (`batched`), so a record whose lead failed is reported alone.
 """
 
 from __future__ import annotations
@@ -15,26 +16,41 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from leadcrm.ingestion.csv_import_runner import run_import
-from leadcrm.ingestion.rules.meta import WhatsAppMessage, fetched_lead_from_payload, whatsapp_messages
+from leadcrm.ingestion.rules.meta import (
+    WhatsAppMessage,
+    fetched_lead_from_payload,
+    whatsapp_messages,
+    whatsapp_statuses,
+)
+from leadcrm.ingestion.webhook_deliveries import DROPPED
 from leadcrm.ingestion.webhook_leads import (
-    DROPPED,
+    Alongside,
+    Connections,
     Delivery,
     Ingested,
     Outcome,
-    ingest_deliveries,
+    ingest_batch,
     ingest_meta_lead,
     ingest_whatsapp_message,
 )
-from leadcrm.ingestion.whatsapp import receive_webhook, receive_webhooks, record_send_outcome, store_synced_templates
+from leadcrm.ingestion.whatsapp import (
+    receive_webhook,
+    record_send_outcome,
+    record_webhooks,
+    store_synced_templates,
+    webhook_accounts,
+)
 from leadcrm.platform import json_limits
 from leadcrm.platform.adapters import webhook_bodies
 from leadcrm.platform.adapters.ingestion_queue import forward_to_graph_fetch
+from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.failures import json_object, reading
 
 logger = Logger(service="leadcrm")
@@ -109,31 +125,42 @@ def whatsapp_templates(body: dict[str, Any], context: Any) -> None:
 
 # What the batch's leads became, per SQS message id (filled by `lead_batch`, read by `batched`).
 _batched: dict[str, list[Ingested | Exception]] = {}
-# The WhatsApp webhooks whose messages and statuses `lead_batch` recorded with the batch's others.
+# The WhatsApp webhooks whose messages and statuses `lead_batch` recorded with the batch's leads.
 _conversations_recorded: set[str] = set()
+
+
+@dataclass
+class _Records:
+    """What `lead_batch` read of an SQS batch's records: the leads they carry (each with its record's message
+    id) and the WhatsApp webhooks among them (message id → payload)."""
+
+    deliveries: list[Delivery] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)
+    webhooks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @contextmanager
 def lead_batch(records: list[dict[str, Any]]) -> Iterator[None]:
-    """Take in every Meta lead and WhatsApp message of an SQS batch in one unit of work, for the records'
-    handlers to settle. A record that does not read as one is left to its handler, which rejects it."""
-    deliveries: list[Delivery] = []
-    owners: list[str] = []
-    for record in records:
-        for delivery in _deliveries_of(record):
-            deliveries.append(delivery)
-            owners.append(record["messageId"])
-    known_leads: dict[str, uuid.UUID] = {}  # a referral's wamid → the lead it was taken in as
-    if deliveries:
+    """Take in every Meta lead and WhatsApp message of an SQS batch, and record the batch's WhatsApp messages
+    and statuses in their threads, in one unit of work (one commit, one publish), for the records' handlers
+    to settle. Should that unit of work fail, each lead is taken in alone and each record's handler records
+    its own webhook. A record that does not read as one is left to its handler, which rejects it."""
+    read = _read_records(records)
+    if read.deliveries or read.webhooks:
         try:
-            for owner, delivery, result in zip(owners, deliveries, ingest_deliveries(deliveries), strict=True):
+            alongside = _conversations_alongside(read) if read.webhooks else None
+            results, recorded = ingest_batch(read.deliveries, alongside)
+        except Exception as error:  # then each record is handled by its own handler, as before batches
+            logger.warning("the batch could not be taken in together", extra={"error": type(error).__name__})
+        else:
+            for owner in read.webhooks:
+                _batched.setdefault(owner, [])  # a webhook of statuses only is settled as the batch's too
+            for owner, result in zip(read.owners, results, strict=True):
                 _batched.setdefault(owner, []).append(result)
-                if isinstance(delivery, WhatsAppMessage) and isinstance(result, Ingested) and result.lead_id:
-                    known_leads[delivery.wamid] = result.lead_id
-        except Exception as error:  # then each record is taken in by its own handler, as before batches
-            _batched.clear()
-            logger.warning("the batch's leads could not be taken in together", extra={"error": type(error).__name__})
-    _record_conversations_together(records, known_leads)
+            if recorded is not None:
+                owners, outcomes = recorded
+                _conversations_recorded.update(owners)
+                _count_conversations(outcomes)
     try:
         yield
     finally:
@@ -146,31 +173,25 @@ def conversations_recorded(message_id: str) -> bool:
     return message_id in _conversations_recorded
 
 
-def _record_conversations_together(records: list[dict[str, Any]], known_leads: dict[str, uuid.UUID]) -> None:
-    """The threads' side of the batch's WhatsApp webhooks whose leads were taken in together, in one unit of
-    work; should it fail, each record's handler records its own, as before batches."""
-    payloads: dict[str, dict[str, Any]] = {}
-    for record in records:
-        results = _batched.get(record["messageId"])
-        if results is None or any(isinstance(result, Exception) for result in results):
-            continue  # not taken in with the batch, or failing: its handler settles it as before batches
-        try:
-            body = json_object(json_limits.loads(record["body"]), "the SQS body")
-            if body.get("kind") == "whatsapp":
-                payloads[record["messageId"]] = json_object(webhook_bodies.payload_of(body), "the payload")
-        except Exception:  # the record's handler reads it again, and rejects it with the reason
-            continue
-    if not payloads:
-        return
-    try:
-        outcomes = receive_webhooks(list(payloads.values()), known_leads)
-    except Exception as error:
-        logger.warning(
-            "the batch's WhatsApp messages could not be recorded together", extra={"error": type(error).__name__}
-        )
-        return
-    _conversations_recorded.update(payloads)
-    _count_conversations(outcomes)
+def _conversations_alongside(read: _Records) -> Alongside[tuple[list[str], Counter[str]]]:
+    """The threads' side of the batch's WhatsApp webhooks, in the unit of work that took their leads in, after
+    them (a referral's message lands in the thread of the lead it made). A webhook with a lead that failed is
+    left out: its record fails, and its redelivery records it."""
+
+    def record(
+        uow: UnitOfWork, connections: Connections, results: list[Ingested | Exception]
+    ) -> tuple[list[str], Counter[str]]:
+        failed = {owner for owner, result in zip(read.owners, results, strict=True) if isinstance(result, Exception)}
+        known_leads = {
+            delivery.wamid: result.lead_id
+            for delivery, result in zip(read.deliveries, results, strict=True)
+            if isinstance(delivery, WhatsAppMessage) and isinstance(result, Ingested) and result.lead_id
+        }
+        owners = [owner for owner in read.webhooks if owner not in failed]
+        outcomes = record_webhooks(uow, connections, [read.webhooks[owner] for owner in owners], known_leads)
+        return owners, outcomes
+
+    return Alongside(frozenset(webhook_accounts(list(read.webhooks.values()))), record)
 
 
 def batched(message_id: str) -> bool:
@@ -188,17 +209,29 @@ def batched(message_id: str) -> bool:
     return True
 
 
-def _deliveries_of(record: dict[str, Any]) -> list[Delivery]:
-    """The leads a record carries, or none when it is no Meta lead or WhatsApp webhook or does not read."""
-    try:
-        body = json_object(json_limits.loads(record["body"]), "the SQS body")
-        if body.get("kind") == "meta.lead":
-            return [fetched_lead_from_payload(json_object(body.get("payload"), "the payload"))]
-        if body.get("kind") == "whatsapp":
-            return list(whatsapp_messages(json_object(webhook_bodies.payload_of(body), "the payload")))
-    except Exception:  # the record's handler reads it again, and rejects it with the reason
-        return []
-    return []
+def _read_records(records: list[dict[str, Any]]) -> _Records:
+    """The leads each record carries and its WhatsApp webhook; a record that is no Meta lead or WhatsApp
+    webhook, or does not read, carries none (its handler reads it again, and rejects it with the reason)."""
+    read = _Records()
+    for record in records:
+        try:
+            body = json_object(json_limits.loads(record["body"]), "the SQS body")
+            if body.get("kind") == "meta.lead":
+                deliveries: list[Delivery] = [
+                    fetched_lead_from_payload(json_object(body.get("payload"), "the payload"))
+                ]
+            elif body.get("kind") == "whatsapp":
+                payload = json_object(webhook_bodies.payload_of(body), "the payload")
+                deliveries = list(whatsapp_messages(payload))
+                whatsapp_statuses(payload)  # read here too: a webhook whose statuses do not read fails alone
+                read.webhooks[record["messageId"]] = payload
+            else:
+                continue
+        except Exception:  # the record's handler reads it again, and rejects it with the reason
+            continue
+        read.deliveries.extend(deliveries)
+        read.owners.extend([record["messageId"]] * len(deliveries))
+    return read
 
 
 def lead_import(body: dict[str, Any], context: Any) -> None:

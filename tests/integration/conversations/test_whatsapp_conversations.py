@@ -455,15 +455,15 @@ def test_a_batch_of_referrals_lands_each_message_in_its_new_leads_thread_in_one_
     owner, number, monkeypatch
 ):
     import ingestion.processors as processors
-    from leadcrm.ingestion.whatsapp import receive_webhooks
+    from leadcrm.ingestion.whatsapp import record_webhooks
 
     together: list[int] = []
 
-    def counting(payloads, known_leads):
+    def counting(uow, connections, payloads, known_leads):
         together.append(len(payloads))
-        return receive_webhooks(payloads, known_leads)
+        return record_webhooks(uow, connections, payloads, known_leads)
 
-    monkeypatch.setattr(processors, "receive_webhooks", counting)
+    monkeypatch.setattr(processors, "record_webhooks", counting)
 
     assert deliver(*_referrals(number, 5)) == NO_FAILURES
 
@@ -475,10 +475,10 @@ def test_a_batch_of_referrals_lands_each_message_in_its_new_leads_thread_in_one_
 def test_should_the_batch_fail_to_record_together_each_webhook_records_its_own(owner, number, monkeypatch):
     import ingestion.processors as processors
 
-    def refuse(payloads, known_leads):
+    def refuse(uow, connections, payloads, known_leads):
         raise RuntimeError("the batch's unit of work failed")
 
-    monkeypatch.setattr(processors, "receive_webhooks", refuse)
+    monkeypatch.setattr(processors, "record_webhooks", refuse)
 
     assert deliver(*_referrals(number, 3)) == NO_FAILURES
 
@@ -503,4 +503,58 @@ def test_a_batch_that_repeats_a_recorded_message_records_only_the_new_one(owner,
 
     thread = _thread_of(owner, lead)
     assert [m["body"] for m in messages_of(thread["id"])] == ["Hi", "Still there?"]
+    assert thread["unread_count"] == 2
+
+
+def test_a_thread_another_batch_makes_while_this_one_waits_is_found_and_gets_both_messages(
+    owner, lead, number, monkeypatch
+):
+    """The second batch's statement begins before the first commits the lead's new thread: it waits on the
+    thread's key, skips making it, and finds it with a statement of its own."""
+    import time
+    import uuid
+
+    from sqlalchemy import text
+
+    from leadcrm.conversations.whatsapp_inbound import Addressed, InboundMessage, record_inbound_many
+    from leadcrm.platform.db.engine import get_engine
+    from leadcrm.platform.db.uow import UnitOfWork
+    from tests.support.concurrency import run_together
+    from tests.support.ingestion_helpers import wide_pool
+
+    def message(body: str) -> list[Addressed]:
+        inbound_message = InboundMessage(phone_number_id=number, wamid=wamid(), wa_id=WA_ID, text=body)
+        return [Addressed(uuid.UUID(str(owner.org_id)), inbound_message, uuid.UUID(lead["id"]))]
+
+    def second() -> list[str]:
+        with UnitOfWork() as uow:
+            outcomes = record_inbound_many(uow, message("Are you there?"))
+            uow.commit()
+        return outcomes
+
+    def first_commits_once_the_second_waits() -> None:
+        with get_engine().connect() as watcher:
+            for _ in range(100):
+                waiting = watcher.execute(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type IN ('Lock', 'LWLock')")
+                ).scalar_one()
+                watcher.rollback()
+                if waiting:
+                    break
+                time.sleep(0.05)
+            assert waiting, "the second batch never waited on the first's thread"
+        first.commit()
+
+    with wide_pool(monkeypatch):
+        first = UnitOfWork().__enter__()
+        try:
+            assert record_inbound_many(first, message("Hi")) == ["recorded"]
+            results, errors = run_together([second, first_commits_once_the_second_waits])
+        finally:
+            first.__exit__(None, None, None)
+
+    assert errors == [None, None]
+    assert results[0] == ["recorded"]
+    thread = _thread_of(owner, lead)
+    assert sorted(m["body"] for m in messages_of(thread["id"])) == ["Are you there?", "Hi"]
     assert thread["unread_count"] == 2

@@ -224,3 +224,42 @@ def test_two_batches_of_the_same_people_in_opposite_orders_at_once_make_one_lead
     outcomes = sorted(r.outcome for batch in results for r in batch)
     assert outcomes == [Outcome.CREATED] * 5 + [Outcome.DUPLICATE] * 5
     assert counts(owner.org_id) == {"leads": 5, "attributions": 10, "tasks": 5, "receipts": 10}
+
+
+# What one SQS batch of ten new leads sends to the database (issue 23): routing, claims, hooks, the person
+# locks with the organization's data, the dedup candidates, the leads with everything written with them, and
+# the attributions with the claims' outcomes and the outbox rows; a WhatsApp batch adds its threads and its
+# messages (with the threads moved and the leads stamped). One commit, whatever the batch's size.
+META_BATCH_STATEMENTS = 7
+WHATSAPP_BATCH_STATEMENTS = 9
+
+
+def _statements_of(*bodies: dict[str, Any]) -> int:
+    from leadcrm.platform.db.engine import get_engine
+    from tests.support.database import count_statements
+
+    with count_statements(get_engine()) as sent:
+        assert deliver(*bodies) == {"batchItemFailures": []}
+    return len(sent)
+
+
+def test_a_batch_of_ten_meta_leads_is_taken_in_by_a_fixed_number_of_statements(owner, page):
+    deliver(_fetched(page, fresh_id(), email="earlier@example.com", phone=None))  # its pipeline and hook are there
+
+    assert _statements_of(*_people(page, 10)) == META_BATCH_STATEMENTS
+    assert counts(owner.org_id) == {"leads": 11, "attributions": 11, "tasks": 11, "receipts": 11}
+
+
+def test_a_batch_of_ten_whatsapp_referrals_takes_in_its_leads_and_records_its_messages_in_one_go(owner):
+    number = fresh_id()
+    connect_number(owner, number)
+
+    def referral(i: int) -> dict[str, Any]:
+        click = ctwa_referral(ctwa_clid=fresh_id())
+        payload = whatsapp_payload(number, wamid=f"wamid.{fresh_id()}", wa_id=f"4477009003{i:02d}", referral=click)
+        return webhook_message("whatsapp", payload)
+
+    deliver(referral(99))  # the organization's pipeline and the ad's hook are there
+
+    assert _statements_of(*(referral(i) for i in range(10))) == WHATSAPP_BATCH_STATEMENTS
+    assert counts(owner.org_id) == {"leads": 11, "attributions": 11, "tasks": 11, "receipts": 11}

@@ -3,19 +3,32 @@ of them (`record_inbound_many`) in the caller's unit of work, with the rules of 
 (conversations.inbound): idempotent on the wamid; only a new message moves its thread (unread + 1, re-open,
 last_message_at), stamps its lead's last_inbound_at and appends `conversation.inbound_received`.
 
-A batch is set-based, a fixed number of statements whatever its size: the threads made where missing and
-locked in id order, the messages inserted, each thread and lead updated once. A message whose lead is not
-known yet (not a referral taken in with the batch) is looked up by its number first.
+A batch is set-based, a fixed number of statements whatever its size: the threads made where missing, then
+locked in id order, then the messages inserted with each thread and lead updated once (one statement). A
+message whose lead is not known yet (not a referral taken in with the batch) is looked up by its number first.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 from dataclasses import dataclass
+from functools import cache
+from typing import Any
 
-from sqlalchemy import Connection, Integer, Text, Uuid, func, literal, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import (
+    ARRAY,
+    CompoundSelect,
+    Connection,
+    Integer,
+    Select,
+    Text,
+    Uuid,
+    cast,
+    func,
+    literal,
+    select,
+    update,
+)
 
 from leadcrm.conversations.rules import whatsapp as rules
 from leadcrm.conversations.rules.messages import (
@@ -27,11 +40,11 @@ from leadcrm.conversations.rules.messages import (
 )
 from leadcrm.conversations.tables import conversation_messages, conversations
 from leadcrm.leads.identity import organization_region
-from leadcrm.leads.moves import id_list
 from leadcrm.leads.rules.intake import phone_digits, same_phone
 from leadcrm.leads.tables import leads
+from leadcrm.platform.db.inserts import insert_skipping_conflicts
 from leadcrm.platform.db.now import sql_now
-from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.recordsets import any_of, recordset, recordset_document
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.events import CONVERSATION_INBOUND_RECEIVED, DomainEvent
 from leadcrm.platform.ids import uuid7
@@ -120,8 +133,6 @@ def record_inbound_many(uow: UnitOfWork, addressed: list[Addressed]) -> list[str
         return outcomes
     threads = _threads(conn, rows)
     recorded = _insert_messages(conn, rows, threads)
-    if recorded:
-        _move_threads_and_leads(conn, recorded, threads)
     for row in rows:
         if row["message_id"] in recorded:
             outcomes[row["position"]] = RECORDED
@@ -131,62 +142,96 @@ def record_inbound_many(uow: UnitOfWork, addressed: list[Addressed]) -> list[str
 
 
 def _threads(conn: Connection, rows: list[dict]) -> dict[tuple[uuid.UUID, str], uuid.UUID]:
-    """Each contact's WhatsApp thread, made where there is none, locked in id order (two batches touching the
-    same threads queue instead of deadlocking); by (organization, contact key)."""
+    """Each contact's WhatsApp thread, made where there is none, the others locked in id order (two batches
+    touching the same threads queue instead of deadlocking), in one statement; by (organization, contact key).
+    A thread a concurrent batch made after that statement began (it waited for that batch, then skipped the
+    thread) is not in its snapshot: a second statement finds and locks it."""
     contacts = {(row["organization_id"], row["contact_key"]): row["lead_id"] for row in rows}
-    wanted = recordset(
-        "contacts",
-        "contacts",
-        [
-            {"thread_id": uuid7(), "organization_id": o, "contact_key": k, "lead_id": lead}
-            for (o, k), lead in contacts.items()
-        ],
-        {"thread_id": Uuid, "organization_id": Uuid, "contact_key": Text, "lead_id": Uuid},
-    )
-    conn.execute(
-        pg_insert(conversations)
+    wanted = {
+        "contacts": recordset_document(
+            [
+                {"thread_id": uuid7(), "organization_id": o, "contact_key": k, "lead_id": lead}
+                for (o, k), lead in contacts.items()
+            ]
+        )
+    }
+    make_or_lock, lock = _thread_statements()
+    found = {(row.organization_id, row.contact_key): row.id for row in conn.execute(make_or_lock, wanted)}
+    if len(found) < len(contacts):
+        found.update({(row.organization_id, row.contact_key): row.id for row in conn.execute(lock, wanted)})
+    return found
+
+
+_CONTACT_COLUMNS = {"thread_id": Uuid, "organization_id": Uuid, "contact_key": Text, "lead_id": Uuid}
+_MESSAGE_COLUMNS = {
+    "message_id": Uuid, "position": Integer, "organization_id": Uuid, "conversation_id": Uuid, "wamid": Text,
+    "body": Text, "from_address": Text, "to_address": Text,
+}  # fmt: skip
+
+
+@cache
+def _thread_statements() -> tuple[CompoundSelect, Select]:
+    """The threads made where missing with the others locked, and the lock alone (built once: only their
+    `contacts` change)."""
+    wanted = recordset("contacts", "contacts", [], _CONTACT_COLUMNS)
+    made = (
+        insert_skipping_conflicts(conversations, ["organization_id", "channel", "contact_key"])
         .from_select(
             ["id", "organization_id", "channel", "contact_key", "lead_id"],
             select(
-                wanted.c.thread_id,
-                wanted.c.organization_id,
-                literal(CHANNEL, Text),
-                wanted.c.contact_key,
+                wanted.c.thread_id, wanted.c.organization_id, literal(CHANNEL, Text), wanted.c.contact_key,
                 wanted.c.lead_id,
             ).order_by(wanted.c.organization_id, wanted.c.contact_key),
-        )  # fmt: skip
-        .on_conflict_do_nothing(index_elements=["organization_id", "channel", "contact_key"])
-    )
-    found = conn.execute(
+        )
+        .returning(conversations.c.id, conversations.c.organization_id, conversations.c.contact_key)
+        .cte("made")
+    )  # fmt: skip
+    lock = (
         select(conversations.c.id, conversations.c.organization_id, conversations.c.contact_key)
         .join(
             wanted,
             (conversations.c.organization_id == wanted.c.organization_id)
             & (conversations.c.contact_key == wanted.c.contact_key),
         )
-        .where(conversations.c.channel == CHANNEL)
+        .where(
+            conversations.c.channel == CHANNEL,
+            conversations.c.organization_id == any_of(wanted.c.organization_id, Uuid),
+            conversations.c.contact_key == any_of(wanted.c.contact_key, Text),
+        )
         .order_by(conversations.c.id)
         .with_for_update(of=conversations)
-    ).all()
-    return {(row.organization_id, row.contact_key): row.id for row in found}
+    )
+    locked = lock.cte("locked")  # the threads that were there when the statement began
+    make_or_lock = select(made.c.id, made.c.organization_id, made.c.contact_key).union_all(
+        select(locked.c.id, locked.c.organization_id, locked.c.contact_key)
+    )
+    return make_or_lock, lock
 
 
 def _insert_messages(
     conn: Connection, rows: list[dict], threads: dict[tuple[uuid.UUID, str], uuid.UUID]
 ) -> dict[uuid.UUID, uuid.UUID]:
-    """The new messages (a wamid recorded before writes nothing), in the batch's order: message id → thread."""
-    document = recordset(
-        "messages",
-        "messages",
-        [
-            {**row, "conversation_id": threads[(row["organization_id"], row["contact_key"])]}
-            for row in rows
-        ],
-        {"message_id": Uuid, "position": Integer, "organization_id": Uuid, "conversation_id": Uuid, "wamid": Text,
-         "body": Text, "from_address": Text, "to_address": Text},
-    )  # fmt: skip
-    inserted = conn.execute(
-        pg_insert(conversation_messages)
+    """The new messages (a wamid recorded before writes nothing), in the batch's order, and in the same
+    statement each thread with new messages moved (unread + their number, re-opened, last_message_at) and its
+    lead stamped (last_inbound_at): message id → thread."""
+    document = recordset_document(
+        [{**row, "conversation_id": threads[(row["organization_id"], row["contact_key"])]} for row in rows]
+    )
+    recorded = conn.execute(_messages_statement(), {"messages": document}).all()
+    return {row.id: row.conversation_id for row in recorded}
+
+
+@cache
+def _messages_statement() -> Select:
+    """`_insert_messages`'s statement, built once: only its `messages` change."""
+    document = recordset("messages", "messages", [], _MESSAGE_COLUMNS)
+    inserted = (
+        insert_skipping_conflicts(
+            conversation_messages,
+            ["channel", "external_message_id"],
+            index_where=(conversation_messages.c.direction == Direction.INBOUND.value)
+            & conversation_messages.c.external_message_id.is_not(None),
+        )
         .from_select(
             [
                 "id",
@@ -213,43 +258,38 @@ def _insert_messages(
                 document.c.wamid,
             ).order_by(document.c.position),
         )  # fmt: skip
-        .on_conflict_do_nothing(
-            index_elements=["channel", "external_message_id"],
-            index_where=(conversation_messages.c.direction == Direction.INBOUND.value)
-            & conversation_messages.c.external_message_id.is_not(None),
-        )
         .returning(conversation_messages.c.id, conversation_messages.c.conversation_id)
-    ).all()
-    return {row.id: row.conversation_id for row in inserted}
-
-
-def _move_threads_and_leads(
-    conn: Connection, recorded: dict[uuid.UUID, uuid.UUID], threads: dict[tuple[uuid.UUID, str], uuid.UUID]
-) -> None:
-    """Each thread with new messages: unread + their number, re-opened, last_message_at; its lead stamped."""
-    per_thread = Counter(recorded.values())
-    counts = recordset(
-        "threads",
-        "threads",
-        [{"thread_id": thread_id, "added": added} for thread_id, added in sorted(per_thread.items())],
-        {"thread_id": Uuid, "added": Integer},
+        .cte("inserted")
     )
-    moved = conn.execute(
+    # The threads and leads are found by their primary keys whatever the planner thinks of the CTEs' sizes
+    # (`= ANY(array)`): a join to a CTE it guesses at 100 rows is a scan of the whole table while it is small.
+    threads_moved = _ids(select(func.array_agg(inserted.c.conversation_id.distinct())))
+    added = (
+        select(func.count())
+        .select_from(inserted)
+        .where(inserted.c.conversation_id == conversations.c.id)
+        .scalar_subquery()
+    )
+    moved = (
         update(conversations)
-        .where(conversations.c.id == counts.c.thread_id)
+        .where(conversations.c.id == func.any(threads_moved))
         .values(
-            unread_count=conversations.c.unread_count + counts.c.added,
+            unread_count=conversations.c.unread_count + added,
             status=ConversationStatus.OPEN.value,
             last_message_at=sql_now(),
             updated_at=sql_now(),
         )
         .returning(conversations.c.lead_id)
-    ).all()
-    lead_ids = sorted({row.lead_id for row in moved if row.lead_id is not None})
-    if lead_ids:
-        conn.execute(
-            update(leads).where(leads.c.id == func.any(id_list("lead_ids", lead_ids))).values(last_inbound_at=sql_now())
-        )
+        .cte("moved")
+    )
+    leads_stamped = _ids(select(func.array_agg(moved.c.lead_id.distinct())))
+    stamped = update(leads).where(leads.c.id == func.any(leads_stamped)).values(last_inbound_at=sql_now())
+    return select(inserted.c.id, inserted.c.conversation_id).add_cte(stamped.cte("stamped"))
+
+
+def _ids(aggregated: Select) -> Any:
+    """A select of one uuid[] as the array `= ANY(…)` takes (not as a subquery of rows: the cast says so)."""
+    return cast(aggregated.scalar_subquery(), ARRAY(Uuid))
 
 
 def _inbound_received(row: dict, thread_id: uuid.UUID) -> DomainEvent:

@@ -6,117 +6,80 @@ closed lead reopened, the auto-task, `lead.created`), under a natural key claime
 concurrent one waits on the key until the first commits, then finds it. Every lead gets its campaign hook
 and one `lead_attributions` row (ad, ad set, form, campaign, platform, external ref).
 
-One SQS batch is one unit of work (`ingest_deliveries`): each delivery is read in Python first (bad data
-fails that delivery alone), then the batch is routed in one statement, claims its natural keys in one,
-mints its campaign hooks in two, takes every person lock in one (one global order: batches sharing people
-queue, never deadlock), takes each lead in through `intake_lead` in order (so two leads of one person in a
-batch dedup against each other exactly as in two batches), writes the attributions and claim outcomes in
-one statement each, commits and publishes once. Should the batch's transaction fail, each delivery is
-taken in again in a transaction of its own, so only the one at fault fails.
+One SQS batch is one unit of work (`ingest_batch`): each delivery is read in Python first (bad data
+fails that delivery alone, leadcrm.ingestion.webhook_deliveries), then the batch is routed in one statement,
+claims its natural keys in one, mints its campaign hooks in two, takes every person lock in one (one global
+order: batches sharing people queue, never deadlock), takes each lead in through `intake_lead` in order (so
+two leads of one person in a batch dedup against each other exactly as in two batches), writes the
+attributions and claim outcomes in one statement, then does what the caller asks of the same unit of work
+(`Alongside`: the batch's WhatsApp messages and statuses), commits and publishes once. Should the batch's
+transaction fail, each delivery is taken in again in a transaction of its own, so only the one at fault
+fails, and the caller does its part its own way (`ingest_batch` says it was not done).
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from enum import StrEnum
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Text, Uuid, insert, literal, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy import Connection, Insert, Text, Update, Uuid, insert, literal, select, update
 
 from leadcrm.ingestion.connections import ActiveConnection, active_connections
-from leadcrm.ingestion.rules.meta import (
-    META_CHANNEL,
-    META_PROVIDER,
-    WHATSAPP_CHANNEL,
-    WHATSAPP_PROVIDER,
-    WHATSAPP_SOURCE,
-    FetchedMetaLead,
-    WhatsAppMessage,
-    map_meta_lead,
-    meta_campaign_hook,
-    whatsapp_campaign_hook,
-)
+from leadcrm.ingestion.rules.meta import FetchedMetaLead, WhatsAppMessage
 from leadcrm.ingestion.tables import ingested_events, lead_attributions
+from leadcrm.ingestion.webhook_deliveries import (
+    ATTRIBUTION_FIELDS,
+    Delivery,
+    Ingested,
+    Outcome,
+    Routable,
+    WebhookLead,
+    read,
+)
 from leadcrm.leads.activity import record_activity
 from leadcrm.leads.batch_intake import Arrival, intake_many
 from leadcrm.leads.campaigns import find_or_create_campaigns
 from leadcrm.leads.capture import RESUBMITTED_ACTIVITY
 from leadcrm.leads.dedup import IntakeContext, lock_people, open_batch_intake, open_intake
-from leadcrm.leads.intake import DuplicateLead, NewLead, intake_lead, record_receipt
-from leadcrm.leads.rules.returning import ReturnVia
-from leadcrm.platform.db.recordsets import recordset
+from leadcrm.leads.intake import DuplicateLead, intake_lead, record_receipt
+from leadcrm.platform.db.inserts import insert_skipping_conflicts
+from leadcrm.platform.db.recordsets import recordset, recordset_document
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.ids import uuid7
 
 logger = logging.getLogger(__name__)
 
-
-class Outcome(StrEnum):
-    CREATED = "created"  # a new lead
-    REOPENED = "reopened"  # a closed lead of the person came back
-    DUPLICATE = "duplicate"  # the person's open (or won) lead: receipt, timeline entry and attribution only
-    REPLAYED = "replayed"  # this delivery was ingested before: nothing written
-    NO_CONNECTION = "no_connection"  # no active connection for the account: dropped
-    ORGANIC = "organic"  # a WhatsApp message without a click-to-WhatsApp referral: dropped
-
-
-DROPPED = frozenset({Outcome.NO_CONNECTION, Outcome.ORGANIC})
+T = TypeVar("T")
+Connections = Mapping[tuple[str, str], ActiveConnection]
+_Statement = tuple[Update, dict[str, Any]]  # a statement built once, and the parameters of one execution
 
 
 @dataclass(frozen=True)
-class Ingested:
-    """What happened to one delivery (ids only: this is what gets logged)."""
+class Alongside(Generic[T]):
+    """The caller's own part of a batch, done in its unit of work once the leads are taken in: `run` gets the
+    unit of work, the active connections of `accounts` (looked up with the leads' own, in one statement) and
+    each delivery's result so far, in order; what it returns `ingest_batch` hands back after the commit."""
 
-    channel: str
-    external_ref: str
-    outcome: Outcome
-    organization_id: uuid.UUID | None = None
-    lead_id: uuid.UUID | None = None
-
-    def log_fields(self) -> dict[str, Any]:
-        return {
-            "channel": self.channel,
-            "externalRef": self.external_ref,
-            "outcome": self.outcome.value,
-            "organizationId": str(self.organization_id) if self.organization_id else None,
-            "leadId": str(self.lead_id) if self.lead_id else None,
-        }
-
-
-@dataclass(frozen=True)
-class WebhookLead:
-    """An ingested lead, ready for intake: who, the hook, the attribution and the receipt."""
-
-    channel: str
-    external_ref: str
-    via: ReturnVia
-    new: NewLead
-    hook: tuple[str, str] | None  # (external_ref, name) of the campaign hook
-    attribution: dict[str, Any]  # platform, external_campaign_id/name, adset_id, ad_id, form_id
-    received: dict[str, Any]
-
-
-Delivery = FetchedMetaLead | WhatsAppMessage
-ATTRIBUTION_FIELDS = ("platform", "external_campaign_id", "external_campaign_name", "adset_id", "ad_id", "form_id")
-
-
-@dataclass(frozen=True)
-class _Routable:
-    """A delivery read into its lead, waiting for the connection of the account it came to."""
-
-    provider: str
-    account_id: str
-    lead: WebhookLead
+    accounts: frozenset[tuple[str, str]]
+    run: Callable[[UnitOfWork, Connections, list[Ingested | Exception]], T]
 
 
 @dataclass(frozen=True)
 class _Routed:
     organization_id: uuid.UUID
     lead: WebhookLead
+
+
+@dataclass
+class _Batch:
+    """The deliveries read: each one's result, or None while it waits in `pending` for the intake."""
+
+    results: list[Ingested | Exception | None]
+    pending: dict[int, Routable] = field(default_factory=dict)
 
 
 # --- one delivery, one batch ----------------------------------------------------------------------------
@@ -136,34 +99,46 @@ def ingest_whatsapp_message(message: WhatsAppMessage) -> Ingested:
 def ingest_deliveries(deliveries: Sequence[Delivery]) -> list[Ingested | Exception]:
     """Every delivery of an SQS batch in one unit of work (see the module's docstring). Per delivery, in
     order: what happened to it, or the error it failed with (returned, not raised: the caller reports it)."""
-    results: list[Ingested | Exception | None] = [None] * len(deliveries)
-    pending: dict[int, _Routable] = {}
-    for index, delivery in enumerate(deliveries):
+    results, _ = ingest_batch(deliveries)
+    return results
+
+
+def ingest_batch(
+    deliveries: Sequence[Delivery], alongside: Alongside[T] | None = None
+) -> tuple[list[Ingested | Exception], T | None]:
+    """`ingest_deliveries`, with the caller's `alongside` done in the same unit of work: each delivery's
+    result, and what `alongside` returned, or None when the batch's unit of work failed (the leads were then
+    taken in one by one, each alone, and the caller's part was not done)."""
+    batch = _read_all(deliveries)
+    done: T | None = None
+    if alongside is not None or len(batch.pending) > 1:
         try:
-            read = _read(delivery)
-        except Exception as error:  # bad data: this delivery fails alone
-            results[index] = error
-            continue
-        if isinstance(read, Ingested):
-            results[index] = read
-        else:
-            pending[index] = read
-    if len(pending) > 1:
-        try:
-            results_of_batch = _ingest_together(pending)
+            together, done = _ingest_together(batch, alongside)
         except Exception as error:  # its type only: a database error's text can quote row values
             logger.warning(
                 "a batch of webhook leads failed; each is taken in alone",
-                extra={"error": type(error).__name__, "deliveries": len(pending)},
+                extra={"error": type(error).__name__, "deliveries": len(batch.pending)},
             )
-            results_of_batch = {index: _alone(index, routable) for index, routable in pending.items()}
+            together = {index: _alone(index, routable) for index, routable in batch.pending.items()}
     else:
-        results_of_batch = {index: _alone(index, routable) for index, routable in pending.items()}
-    for index, result in results_of_batch.items():
-        results[index] = result
-    answered = [result for result in results if result is not None]
-    assert len(answered) == len(deliveries), "every delivery has its outcome"
-    return answered
+        together = {index: _alone(index, routable) for index, routable in batch.pending.items()}
+    results = [together[index] if result is None else result for index, result in enumerate(batch.results)]
+    return results, done
+
+
+def _read_all(deliveries: Sequence[Delivery]) -> _Batch:
+    batch = _Batch([None] * len(deliveries))
+    for index, delivery in enumerate(deliveries):
+        try:
+            routable = read(delivery)
+        except Exception as error:  # bad data: this delivery fails alone
+            batch.results[index] = error
+            continue
+        if isinstance(routable, Ingested):
+            batch.results[index] = routable
+        else:
+            batch.pending[index] = routable
+    return batch
 
 
 def _only(results: list[Ingested | Exception]) -> Ingested:
@@ -173,124 +148,58 @@ def _only(results: list[Ingested | Exception]) -> Ingested:
     return result
 
 
-def _alone(index: int, routable: _Routable) -> Ingested | Exception:
+def _alone(index: int, routable: Routable) -> Ingested | Exception:
+    batch = _Batch([None], {0: routable})
     try:
-        return _ingest_together({index: routable})[index]
+        return _ingest_together(batch, None)[0][0]
     except Exception as error:
         return error
-
-
-def _read(delivery: Delivery) -> Ingested | _Routable:
-    """A delivery in Python terms, before any I/O: the lead it makes, or why it makes none."""
-    if isinstance(delivery, FetchedMetaLead):
-        return _Routable(META_PROVIDER, delivery.change.page_id, _meta_lead(delivery))
-    if delivery.referral is None:
-        return Ingested(WHATSAPP_CHANNEL, delivery.wamid, Outcome.ORGANIC)
-    return _Routable(WHATSAPP_PROVIDER, delivery.phone_number_id, _whatsapp_lead(delivery))
-
-
-# --- Meta Lead Ads (G6) ----------------------------------------------------------------------------------
-
-
-def _meta_lead(fetched: FetchedMetaLead) -> WebhookLead:
-    change, graph_lead = fetched.change, fetched.graph_lead
-    mapped = map_meta_lead(graph_lead)
-    form_id = graph_lead.get("form_id") or change.form_id
-    return WebhookLead(
-        channel=META_CHANNEL,
-        external_ref=change.leadgen_id,
-        via=ReturnVia.META,
-        new=NewLead(
-            name=mapped.name,
-            email=mapped.email,
-            phone=mapped.phone,
-            note=mapped.note,
-            source=mapped.source,
-            form_ref=str(form_id) if form_id else None,  # what an assignment rule's form condition matches
-        ),
-        hook=meta_campaign_hook(graph_lead, change),
-        attribution={
-            "platform": mapped.source,
-            "external_campaign_id": graph_lead.get("campaign_id"),
-            "external_campaign_name": graph_lead.get("campaign_name"),
-            "adset_id": graph_lead.get("adset_id") or change.adgroup_id,
-            "ad_id": graph_lead.get("ad_id") or change.ad_id,
-            "form_id": form_id,
-        },
-        received={"leadgenId": change.leadgen_id, "pageId": change.page_id, "lead": graph_lead},
-    )
-
-
-# --- click-to-WhatsApp (G7) ------------------------------------------------------------------------------
-
-
-def _whatsapp_lead(message: WhatsAppMessage) -> WebhookLead:
-    referral = message.referral
-    assert referral is not None  # organic messages were dropped by the caller
-    return WebhookLead(
-        channel=WHATSAPP_CHANNEL,
-        external_ref=message.external_ref,
-        via=ReturnVia.WHATSAPP,
-        new=NewLead(
-            name=message.profile_name,
-            phone=message.phone,
-            note=message.text,
-            source=WHATSAPP_SOURCE,
-            form_ref=message.phone_number_id,  # the number it came through: an assignment rule may match it
-        ),
-        hook=whatsapp_campaign_hook(referral),
-        attribution={
-            "platform": WHATSAPP_SOURCE,
-            "ad_id": referral.source_id if referral.source_type in (None, "ad") else None,
-        },
-        received={
-            "wamid": message.wamid,
-            "phoneNumberId": message.phone_number_id,
-            "profileName": message.profile_name,
-            "waId": message.wa_id,
-            "text": message.text,
-            "referral": {
-                "sourceId": referral.source_id,
-                "sourceType": referral.source_type,
-                "headline": referral.headline,
-                "ctwaClid": referral.ctwa_clid,
-            },
-        },
-    )
 
 
 # --- the shared intake -----------------------------------------------------------------------------------
 
 
-def _ingest_together(pending: dict[int, _Routable]) -> dict[int, Ingested]:
-    """Route, claim, hook, lock, take in and attribute the pending deliveries; one transaction."""
+def _ingest_together(batch: _Batch, alongside: Alongside[T] | None) -> tuple[dict[int, Ingested], T | None]:
+    """Route, claim, hook, lock, take in and attribute the pending deliveries, then the caller's part; one
+    transaction."""
     results: dict[int, Ingested] = {}
+    accounts = {(p.provider, p.account_id) for p in batch.pending.values()}
     with UnitOfWork() as uow:
         conn = uow.connection
-        connections = active_connections(conn, {(p.provider, p.account_id) for p in pending.values()})
+        connections = active_connections(conn, accounts | (alongside.accounts if alongside else set()))
         routed: dict[int, _Routed] = {}
-        for index, routable in pending.items():
+        for index, routable in batch.pending.items():
             connection: ActiveConnection | None = connections.get((routable.provider, routable.account_id))
             if connection is None:
                 results[index] = Ingested(routable.lead.channel, routable.lead.external_ref, Outcome.NO_CONNECTION)
             else:
                 routed[index] = _Routed(connection.organization_id, routable.lead)
-        _take_in_routed(uow, routed, results)
+        settle = _take_in_routed(uow, routed, results)
+        done: T | None = None
+        if alongside is not None:
+            so_far = [results[index] if result is None else result for index, result in enumerate(batch.results)]
+            done = alongside.run(uow, connections, so_far)
+        if settle is not None:  # the unit's last write: the events not yet in the outbox go in with it
+            uow.execute_with_events(*settle)
         uow.commit()
-    return results
+    return results, done
 
 
 def ingest(organization_id: uuid.UUID, lead: WebhookLead) -> Ingested:
     """One lead already routed to its organization, taken in as a batch of one; one transaction."""
     results: dict[int, Ingested] = {}
     with UnitOfWork() as uow:
-        _take_in_routed(uow, {0: _Routed(organization_id, lead)}, results)
+        settle = _take_in_routed(uow, {0: _Routed(organization_id, lead)}, results)
+        if settle is not None:
+            uow.execute_with_events(*settle)
         uow.commit()
     return results[0]
 
 
-def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[int, Ingested]) -> None:
-    """Claim, hook, lock, take in and attribute the routed deliveries, in the caller's unit of work."""
+def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[int, Ingested]) -> _Statement | None:
+    """Claim, hook, lock and take in the routed deliveries, in the caller's unit of work; the statement that
+    writes their attributions and settles their claims is returned for the caller to run as its last write
+    (`UnitOfWork.execute_with_events`), None when the batch owned no claim."""
     conn = uow.connection
     claimed = _claim_all(conn, routed)
     for index, item in routed.items():
@@ -310,7 +219,8 @@ def _take_in_routed(uow: UnitOfWork, routed: dict[int, _Routed], results: dict[i
             lead_id, outcome = taken[index]
             attributions.append(_attribution_row(item, lead_id, campaigns[index]))
             results[index] = Ingested(item.lead.channel, item.lead.external_ref, outcome, item.organization_id, lead_id)
-        _attribute_and_settle(conn, attributions, [results[index] for index in owned])
+        return _attribute_and_settle(attributions, [results[index] for index in owned])
+    return None
 
 
 def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
@@ -326,19 +236,24 @@ def _claim_all(conn: Connection, routed: dict[int, _Routed]) -> set[int]:
         {"channel": channel, "external_ref": ref, "organization_id": routed[first[channel, ref]].organization_id}
         for channel, ref in sorted(first)
     ]
-    src = recordset("claims", "claims", claims, {"channel": Text, "external_ref": Text, "organization_id": Uuid})
-    rows = conn.execute(
-        pg_insert(ingested_events)
+    rows = conn.execute(_claim_statement(), {"claims": recordset_document(claims)}).all()
+    return {first[row.channel, row.external_ref] for row in rows}
+
+
+@cache
+def _claim_statement() -> Insert:
+    """`_claim_all`'s statement, built once: only its `claims` change."""
+    src = recordset("claims", "claims", [], {"channel": Text, "external_ref": Text, "organization_id": Uuid})
+    return (
+        insert_skipping_conflicts(ingested_events, ["channel", "external_ref"])
         .from_select(
             ["channel", "external_ref", "organization_id", "outcome"],
             select(src.c.channel, src.c.external_ref, src.c.organization_id, literal(Outcome.CREATED.value))
             .select_from(src)
             .order_by(src.c.channel, src.c.external_ref),
         )
-        .on_conflict_do_nothing(index_elements=["channel", "external_ref"])
         .returning(ingested_events.c.channel, ingested_events.c.external_ref)
-    ).all()
-    return {first[row.channel, row.external_ref] for row in rows}
+    )
 
 
 def _campaign_hooks(conn: Connection, owned: Any) -> dict[tuple[uuid.UUID, str, str], uuid.UUID]:
@@ -448,21 +363,27 @@ _ATTRIBUTION_COLUMNS = {
 }
 
 
-def _attribute_and_settle(conn: Connection, attributions: list[dict[str, Any]], results: list[Ingested]) -> None:
+def _attribute_and_settle(attributions: list[dict[str, Any]], results: list[Ingested]) -> _Statement:
     """Every attribution of the batch, and what each owned claim became (its lead and outcome), in one
-    statement (recordsets: compiled once, whatever the batch's size)."""
-    src = recordset("attributions", "attributions", attributions, _ATTRIBUTION_COLUMNS)
-    attribute = insert(lead_attributions).from_select(
-        list(_ATTRIBUTION_COLUMNS), select(*(src.c[name] for name in _ATTRIBUTION_COLUMNS)).select_from(src)
-    )
+    statement (built once, whatever the batch's size), with its parameters."""
     rows = [
         {"channel": r.channel, "external_ref": r.external_ref, "lead_id": str(r.lead_id), "outcome": r.outcome.value}
         for r in results
     ]
-    settled = recordset(
-        "settled_claims", "settled", rows, {"channel": Text, "external_ref": Text, "lead_id": Uuid, "outcome": Text}
+    parameters = {"attributions": recordset_document(attributions), "settled_claims": recordset_document(rows)}
+    return _settle_statement(), parameters
+
+
+@cache
+def _settle_statement() -> Update:
+    src = recordset("attributions", "attributions", [], _ATTRIBUTION_COLUMNS)
+    attribute = insert(lead_attributions).from_select(
+        list(_ATTRIBUTION_COLUMNS), select(*(src.c[name] for name in _ATTRIBUTION_COLUMNS)).select_from(src)
     )
-    conn.execute(
+    settled = recordset(
+        "settled_claims", "settled", [], {"channel": Text, "external_ref": Text, "lead_id": Uuid, "outcome": Text}
+    )
+    return (
         update(ingested_events)
         .where(ingested_events.c.channel == settled.c.channel, ingested_events.c.external_ref == settled.c.external_ref)
         .values(lead_id=settled.c.lead_id, outcome=settled.c.outcome)

@@ -3,9 +3,10 @@ and which numbers an organization sends from. The conversation work itself is le
 
 - `receive_webhook` (`receive_webhooks` for a batch of them): every inbound message and status update of a
   WhatsApp webhook, each routed by its phone_number_id to the number's active connection (none: dropped and
-  counted `no_connection`), in one unit of work. It runs after the webhook's click-to-WhatsApp referrals were
-  taken in as leads (leadcrm.ingestion.webhook_leads), so a referral's own message lands in the thread of the
-  lead it made.
+  counted `no_connection`), in one unit of work. `record_webhooks` does the same in the caller's unit of
+  work: the ingestion function's SQS batch records its webhooks in the unit of work that took in their
+  click-to-WhatsApp referrals as leads (leadcrm.ingestion.webhook_leads), after them, so a referral's own
+  message lands in the thread of the lead it made.
 - `sending_numbers`: the organization's connected phone number ids, oldest connection first.
 - `record_send_outcome`, `store_synced_templates`: what graph_fetch queued back after calling Graph.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,7 +25,7 @@ from sqlalchemy import Connection, select
 from leadcrm.conversations import whatsapp as conversations_whatsapp
 from leadcrm.conversations.rules.whatsapp import WhatsAppStatus
 from leadcrm.conversations.whatsapp_inbound import Addressed, InboundMessage, record_inbound_many
-from leadcrm.ingestion.connections import ACTIVE, active_connections
+from leadcrm.ingestion.connections import ACTIVE, ActiveConnection, active_connections
 from leadcrm.ingestion.rules.meta import WHATSAPP_PROVIDER, whatsapp_messages, whatsapp_statuses
 from leadcrm.ingestion.tables import integration_connections
 from leadcrm.platform import clock
@@ -41,47 +43,69 @@ def receive_webhook(payload: dict[str, Any]) -> Counter[str]:
 
 
 def receive_webhooks(payloads: list[dict[str, Any]], known_leads: dict[str, uuid.UUID] | None = None) -> Counter[str]:
-    """`receive_webhook` for the webhooks of one SQS batch, in one unit of work: the messages recorded
-    set-based (whatsapp_inbound.record_inbound_many), one commit and one publish for the batch. `known_leads`
-    (wamid → lead) names the leads the batch's referrals were just taken in as, so they are not looked up."""
+    """`receive_webhook` for the webhooks of one SQS batch, in one unit of work of their own (one commit, one
+    publish): `record_webhooks`."""
+    accounts = webhook_accounts(payloads)
+    if not accounts:  # no message and no status: nothing to record
+        return Counter()
+    with UnitOfWork() as uow:
+        outcomes = record_webhooks(uow, active_connections(uow.connection, accounts), payloads, known_leads)
+        uow.commit()
+    return outcomes
+
+
+def webhook_accounts(payloads: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """The (provider, phone_number_id) accounts the webhooks' messages and statuses route on."""
+    return {
+        (WHATSAPP_PROVIDER, item.phone_number_id)
+        for payload in payloads
+        for item in [*whatsapp_messages(payload), *whatsapp_statuses(payload)]
+    }
+
+
+def record_webhooks(
+    uow: UnitOfWork,
+    connections: Mapping[tuple[str, str], ActiveConnection],
+    payloads: list[dict[str, Any]],
+    known_leads: dict[str, uuid.UUID] | None = None,
+) -> Counter[str]:
+    """The webhooks' messages and statuses in the caller's unit of work, routed on `connections` (looked up in
+    it: `webhook_accounts` names what they need). The messages are recorded set-based
+    (whatsapp_inbound.record_inbound_many). `known_leads` (wamid → lead) names the leads the batch's referrals
+    were just taken in as, so they are not looked up."""
     messages = [message for payload in payloads for message in whatsapp_messages(payload)]
     statuses = [status for payload in payloads for status in whatsapp_statuses(payload)]
     outcomes: Counter[str] = Counter()
-    if not messages and not statuses:
-        return outcomes
     known_leads = known_leads or {}
-    with UnitOfWork() as uow:
-        conn = uow.connection
-        numbers = {m.phone_number_id for m in messages} | {s.phone_number_id for s in statuses}
-        connections = active_connections(conn, {(WHATSAPP_PROVIDER, number) for number in numbers})
-        addressed = []
-        for message in messages:
-            connection = connections.get((WHATSAPP_PROVIDER, message.phone_number_id))
-            if connection is None:
-                outcomes[f"message.{NO_CONNECTION}"] += 1
-                continue
-            inbound = InboundMessage(
-                phone_number_id=message.phone_number_id,
-                wamid=message.wamid,
-                wa_id=message.wa_id,
-                text=message.text,
-                message_type=message.message_type,
-            )
-            addressed.append(Addressed(connection.organization_id, inbound, known_leads.get(message.wamid)))
+    addressed = []
+    for message in messages:
+        connection = connections.get((WHATSAPP_PROVIDER, message.phone_number_id))
+        if connection is None:
+            outcomes[f"message.{NO_CONNECTION}"] += 1
+            continue
+        inbound = InboundMessage(
+            phone_number_id=message.phone_number_id,
+            wamid=message.wamid,
+            wa_id=message.wa_id,
+            text=message.text,
+            message_type=message.message_type,
+        )
+        addressed.append(Addressed(connection.organization_id, inbound, known_leads.get(message.wamid)))
+    if addressed:
         outcomes.update(f"message.{outcome}" for outcome in record_inbound_many(uow, addressed))
-        for status in statuses:
-            connection = connections.get((WHATSAPP_PROVIDER, status.phone_number_id))
-            if connection is None:
-                outcomes[f"status.{NO_CONNECTION}"] += 1
-                continue
-            occurred_at = datetime.fromtimestamp(status.timestamp, UTC) if status.timestamp is not None else clock.now()
-            update = conversations_whatsapp.StatusUpdate(
-                wamid=status.wamid, status=WhatsAppStatus(status.status), occurred_at=occurred_at, errors=status.errors
-            )
-            applied = conversations_whatsapp.apply_status(conn, connection.organization_id, update)
-            outcomes["status.applied" if applied else "status.replayed"] += 1
-        uow.commit()
-    logger.info("whatsapp webhook recorded", extra={"outcomes": dict(outcomes)})
+    for status in statuses:
+        connection = connections.get((WHATSAPP_PROVIDER, status.phone_number_id))
+        if connection is None:
+            outcomes[f"status.{NO_CONNECTION}"] += 1
+            continue
+        occurred_at = datetime.fromtimestamp(status.timestamp, UTC) if status.timestamp is not None else clock.now()
+        update = conversations_whatsapp.StatusUpdate(
+            wamid=status.wamid, status=WhatsAppStatus(status.status), occurred_at=occurred_at, errors=status.errors
+        )
+        applied = conversations_whatsapp.apply_status(uow.connection, connection.organization_id, update)
+        outcomes["status.applied" if applied else "status.replayed"] += 1
+    if outcomes:
+        logger.info("whatsapp webhook recorded", extra={"outcomes": dict(outcomes)})
     return outcomes
 
 

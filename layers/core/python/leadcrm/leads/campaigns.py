@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from sqlalchemy import Connection, Text, Uuid, func, insert, literal, select, tuple_, update
+from sqlalchemy import Connection, Select, Text, Uuid, bindparam, func, insert, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 
 from leadcrm.leads.tables import lead_campaigns
+from leadcrm.platform.db.inserts import insert_skipping_conflicts
 from leadcrm.platform.db.now import sql_now
-from leadcrm.platform.db.recordsets import recordset
+from leadcrm.platform.db.recordsets import recordset, recordset_document
 from leadcrm.platform.errors import BadRequest, NotFound
 from leadcrm.platform.ids import uuid7
 from leadcrm.platform.keyset import decode_keyset, encode_keyset
@@ -67,31 +69,19 @@ def find_or_create_campaign(
 def find_or_create_campaigns(
     conn: Connection, organization_id: uuid.UUID, channel: str, hooks: dict[str, str]
 ) -> dict[str, uuid.UUID]:
-    """`find_or_create_campaign` for many hooks of one channel at once (external_ref -> name): two statements
-    whatever their number. The refs are inserted in sorted order, so two batches minting the same hooks wait
-    for each other on the first they share instead of deadlocking."""
+    """`find_or_create_campaign` for many hooks of one channel at once (external_ref -> name): one statement
+    whatever their number (two when a concurrent transaction minted one of them meanwhile). The refs are
+    inserted in sorted order, so two batches minting the same hooks wait for each other on the first they
+    share instead of deadlocking."""
     if not hooks:
         return {}
     refs = sorted(hooks)
     rows = [{"id": uuid7(), "name": hooks[ref], "external_ref": ref} for ref in refs]
-    src = recordset("campaign_hooks", "campaign_hooks", rows, {"id": Uuid, "name": Text, "external_ref": Text})
-    created = conn.execute(
-        pg_insert(lead_campaigns)
-        .from_select(
-            ["id", "organization_id", "name", "channel", "external_ref"],
-            select(src.c.id, literal(organization_id, Uuid), src.c.name, literal(channel, Text), src.c.external_ref)
-            .select_from(src)
-            .order_by(src.c.external_ref),
-        )
-        .on_conflict_do_nothing(
-            index_elements=["organization_id", "channel", "external_ref"],
-            index_where=lead_campaigns.c.external_ref.isnot(None),
-        )
-        .returning(lead_campaigns.c.external_ref, lead_campaigns.c.id)
-    ).all()
+    parameters = {"hooks_organization_id": organization_id, "hooks_channel": channel}
+    created = conn.execute(_hooks_statement(), {"campaign_hooks": recordset_document(rows), **parameters}).all()
     found = {row.external_ref: row.id for row in created}
     if missing := [ref for ref in refs if ref not in found]:
-        # Minted before, or by a concurrent transaction we waited for (a new statement sees its commit).
+        # Minted by a concurrent transaction we waited for, after this statement began: a new one sees it.
         rows = conn.execute(
             select(lead_campaigns.c.external_ref, lead_campaigns.c.id).where(
                 lead_campaigns.c.organization_id == organization_id,
@@ -101,6 +91,36 @@ def find_or_create_campaigns(
         ).all()
         found.update({row.external_ref: row.id for row in rows})
     return found
+
+
+@cache
+def _hooks_statement() -> Select:
+    """`find_or_create_campaigns`'s statement, built once: the hooks minted (in ref order) and those minted
+    before, read by the same statement (it sees them; not the ones it mints itself)."""
+    src = recordset("campaign_hooks", "campaign_hooks", [], {"id": Uuid, "name": Text, "external_ref": Text})
+    organization_id = bindparam("hooks_organization_id", type_=Uuid)
+    channel = bindparam("hooks_channel", type_=Text)
+    minted = (
+        insert_skipping_conflicts(
+            lead_campaigns,
+            ["organization_id", "channel", "external_ref"],
+            index_where=lead_campaigns.c.external_ref.isnot(None),
+        )
+        .from_select(
+            ["id", "organization_id", "name", "channel", "external_ref"],
+            select(src.c.id, organization_id, src.c.name, channel, src.c.external_ref)
+            .select_from(src)
+            .order_by(src.c.external_ref),
+        )
+        .returning(lead_campaigns.c.external_ref, lead_campaigns.c.id)
+        .cte("minted")
+    )
+    minted_before = (
+        select(lead_campaigns.c.external_ref, lead_campaigns.c.id)
+        .join(src, lead_campaigns.c.external_ref == src.c.external_ref)
+        .where(lead_campaigns.c.organization_id == organization_id, lead_campaigns.c.channel == channel)
+    )
+    return select(minted.c.external_ref, minted.c.id).union_all(minted_before)
 
 
 def require_attachable_campaign(conn: Connection, organization_id: uuid.UUID, campaign_id: uuid.UUID) -> None:

@@ -10,6 +10,7 @@ its commit and published right after it, so a chain of reactions does not wait f
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import Connection, CursorResult
@@ -43,6 +44,6 @@ class ConsumerUnitOfWork(UnitOfWork):
             self.connection.execute(_outbox_insert(self._events))  # attempts 0: the relay publishes them
         self._events.clear()
 
-    def execute_with_events(self, statement: Any, parameters: dict[str, Any] | None = None) -> CursorResult[Any]:
+    def execute_with_events(self, statement: Any, parameters: Mapping[str, Any] | None = None) -> CursorResult[Any]:
         """The consumer's events go in with write_events(): the statement alone."""
         return self.connection.execute(statement, parameters)

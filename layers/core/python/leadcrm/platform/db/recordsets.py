@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Text, bindparam, cast, column, func
+from sqlalchemy import ARRAY, Text, bindparam, cast, column, func, select
 from sqlalchemy.dialects.postgresql import JSONB
 
 
 def recordset(name: str, alias: str, rows: list[dict[str, Any]], columns: dict[str, Any]) -> Any:
-    """The rows as a derived table; `columns` maps each name to its SQL type. A statement built once binds
-    its rows at each execution instead: `{name: recordset_document(rows)}`."""
+    """The rows as a derived table; `columns` maps each name to its SQL type. A statement built once (and kept)
+    takes its rows at each execution instead: `recordset(name, alias, [], columns)` in it, and
+    `{name: recordset_document(rows)}` in the execution's parameters."""
     document = recordset_document(rows)
     return (
         func.jsonb_to_recordset(cast(bindparam(name, document, type_=Text), JSONB))
@@ -25,5 +26,14 @@ def recordset(name: str, alias: str, rows: list[dict[str, Any]], columns: dict[s
 
 
 def recordset_document(rows: list[dict[str, Any]]) -> str:
-    """The value of a recordset's parameter."""
+    """The rows as the JSON document a recordset's parameter takes."""
     return json.dumps(rows, default=str)
+
+
+def any_of(recordset_column: Any, element_type: Any) -> Any:
+    """`column == any_of(…)`: one column of a recordset as an array, computed once (an InitPlan). Beside the
+    join on it, it lets the planner look rows up by index: it guesses a recordset at 100 rows, so a join alone
+    scans a table while the table is small enough (a bench's, a new deployment's) and grows with it."""
+    return func.any(
+        cast(select(func.array_agg(recordset_column)).correlate(None).scalar_subquery(), ARRAY(element_type))
+    )

@@ -15,7 +15,7 @@ In Lambda a unit of work is one trace subsegment, `## unit of work`, with its st
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from contextvars import ContextVar, Token
 from types import TracebackType
@@ -136,7 +136,7 @@ class UnitOfWork:
             raise ValueError("events the request publishes itself are added as DomainEvents")
         self._relayed += count
 
-    def execute_with_events(self, statement: Any, parameters: dict[str, Any] | None = None) -> CursorResult[Any]:
+    def execute_with_events(self, statement: Any, parameters: Mapping[str, Any] | None = None) -> CursorResult[Any]:
         """Run the unit's write `statement` (a SELECT, INSERT or UPDATE) with the events added so far written
         to the outbox by the same statement, as a data-modifying CTE: the outbox costs no round trip of its
         own. Call it for the unit's last write, once its events are added; later events go in at commit.
