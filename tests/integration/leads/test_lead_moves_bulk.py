@@ -7,11 +7,13 @@ import threading
 import uuid
 
 import pytest
+from sqlalchemy import func, update
 
 from leadcrm.directory.access import resolve_actor
 from leadcrm.leads.bulk_moves import BulkMoveResult, bulk_move_stage
 from leadcrm.platform.db.engine import get_engine
 from leadcrm.platform.db.uow import INLINE_PUBLISH_LIMIT, UnitOfWork
+from leadcrm.platform.tables import outbox
 from tests.support.api import call_api, leads_path
 from tests.support.database import count_statements, engine_for
 from tests.support.factories import make_caller
@@ -148,6 +150,10 @@ def test_past_what_a_request_publishes_each_category_change_is_written_for_the_r
             "actorUserId": str(caller.user.id),
         }
         assert (row["organization_id"], row["attempts"], row["id"].version) == (caller.org_id, 0, 7)
+    # Handed over, as the relay would: left unpublished, they would keep the local stack of the e2e tests that
+    # share this database from ever being idle.
+    with get_engine().begin() as conn:
+        conn.execute(update(outbox).where(outbox.c.aggregate_id.in_(ids)).values(published_at=func.now()))
 
 
 def test_a_small_bulk_move_publishes_its_events_itself_in_request_order(caller, sales):
