@@ -150,8 +150,7 @@ def test_past_what_a_request_publishes_each_category_change_is_written_for_the_r
             "actorUserId": str(caller.user.id),
         }
         assert (row["organization_id"], row["attempts"], row["id"].version) == (caller.org_id, 0, 7)
-    # Handed over, as the relay would: left unpublished, they would keep the local stack of the e2e tests that
-    # share this database from ever being idle.
+    # Handed over, as the relay would: nothing left in the outbox for the relay tests to trip over.
     with get_engine().begin() as conn:
         conn.execute(update(outbox).where(outbox.c.aggregate_id.in_(ids)).values(published_at=func.now()))
 
