@@ -22,7 +22,8 @@ logger = logging.getLogger(__name__)
 
 # The request that wrote an event publishes it within milliseconds, without stamping it; the relay leaves
 # younger rows to it, and past this grace publishes every row still unstamped again (its request may have
-# died before publishing) and stamps it. A row whose publish failed (last_error) is the relay's at once.
+# died before publishing) and stamps it. A row whose publish failed (last_error), or that its request left to
+# the relay (attempts 0: more events than a request publishes, a job's), is the relay's at once.
 RELAY_GRACE = timedelta(seconds=30)
 RELAY_BATCH = 500
 # Stay well inside the task_lifecycle function's timeout; what is left waits for the next run.
@@ -117,8 +118,13 @@ def _relay_batch(grace: timedelta, batch: int) -> eventbridge.PublishResult:
                 select(outbox)
                 .where(
                     outbox.c.published_at.is_(None),
-                    # the grace leaves a fresh row to the request that wrote it; one that failed is the relay's
-                    or_(outbox.c.occurred_at < sql_now() - grace, outbox.c.last_error.is_not(None)),
+                    # the grace leaves a fresh row to the request that wrote it; one that failed is the relay's,
+                    # and so is one its request left to the relay (no attempt counted: a bulk write's, a job's)
+                    or_(
+                        outbox.c.occurred_at < sql_now() - grace,
+                        outbox.c.last_error.is_not(None),
+                        outbox.c.attempts == 0,
+                    ),
                 )
                 .order_by(outbox.c.occurred_at)
                 .limit(batch)
