@@ -30,6 +30,7 @@ def _funnel(actor: Actor, shifted: bool) -> Callable[[int], None]:
             timezone = reports.organization_timezone(uow.connection, actor.organization_id)
             period = Period(None, datetime(2100, 1, 1, tzinfo=UTC) + OFF_THE_DAY) if shifted else Period(None, None)
             reports.lead_funnel(uow.connection, actor.organization_id, period, timezone=timezone)
+            uow.commit()  # as the route: a report's rollup fold (analytics.rollup_queue) is kept
 
     return call
 
@@ -46,6 +47,7 @@ def _attribution(actor: Actor, shifted: bool) -> Callable[[int], None]:
             attribution_report(
                 uow.connection, actor.organization_id, period, days, DEFAULT_ATTRIBUTION_WINDOW, timezone=timezone
             )
+            uow.commit()  # as the route: a report's rollup fold (analytics.rollup_queue) is kept
 
     return call
 
