@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, Uuid, func, literal, select
 
 from leadcrm.analytics.tables import analytics_pending_batches
 from leadcrm.platform.db.transactions import transaction
@@ -32,13 +32,13 @@ JOB_SECONDS = 40.0  # the job's time budget: it runs every minute, and a run tha
 
 def lock_organization_rollups(conn: Connection, organization_id: uuid.UUID) -> None:
     """The lock every fold and rebuild of the organization's rollups holds, until the transaction ends."""
-    conn.execute(select(func.analytics_lock_organization(organization_id)))
+    conn.execute(select(func.analytics_lock_organization(literal(organization_id, Uuid))))
 
 
 def fold_pending(conn: Connection, organization_id: uuid.UUID, *, limit: int = FOLD_ON_READ) -> int:
     """Fold up to `limit` of the organization's queued leads into the rollups, in the caller's transaction (one
     statement; an index probe when none is queued); returns how many."""
-    folded: int = conn.execute(select(func.analytics_fold_pending(organization_id, limit))).scalar_one()
+    folded: int = conn.execute(select(func.analytics_fold_pending(literal(organization_id, Uuid), limit))).scalar_one()
     return folded
 
 

@@ -5,6 +5,7 @@ are classified at intake (leads.rules.touches)."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -44,20 +45,28 @@ class Credit:
 def credit_by_campaign(journeys: Sequence[Journey]) -> dict[uuid.UUID | None, Credit]:
     """Each customer gives one unit of credit per model: to the first touch's campaign, to the last
     touch's, and split evenly over every touch of its path. Exact fractions: each model sums to the
-    number of customers. Key None: no campaign."""
-    credits: dict[uuid.UUID | None, Credit] = {}
+    number of customers. Key None: no campaign; keys in the order the journeys first name them.
 
-    def of(campaign_id: uuid.UUID | None) -> Credit:
-        return credits.setdefault(campaign_id, Credit())
-
+    Counted in integers (first and last touches per campaign, linear shares per campaign and path length)
+    and made fractions once per campaign: adding a Fraction per touch cost ~45 ms for 5,000 customers."""
+    first: Counter[uuid.UUID | None] = Counter()
+    last: Counter[uuid.UUID | None] = Counter()
+    shares: dict[uuid.UUID | None, Counter[int]] = {}  # campaign -> path length -> touches
     for journey in journeys:
         path = journey.path()
-        of(journey.first.campaign_id).first_touch += 1
-        of(path[-1].campaign_id).last_touch += 1
-        share = Fraction(1, len(path))
+        length = len(path)
+        first[journey.first.campaign_id] += 1
         for touch in path:
-            of(touch.campaign_id).linear += share
-    return credits
+            shares.setdefault(touch.campaign_id, Counter())[length] += 1
+        last[path[-1].campaign_id] += 1
+    return {
+        campaign_id: Credit(
+            first_touch=Fraction(first[campaign_id]),
+            last_touch=Fraction(last[campaign_id]),
+            linear=sum((Fraction(count, length) for length, count in shares[campaign_id].items()), Fraction()),
+        )
+        for campaign_id in shares
+    }
 
 
 CENT = Decimal("0.01")
