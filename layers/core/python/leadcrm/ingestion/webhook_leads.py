@@ -26,7 +26,23 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Generic, TypeVar
 
-from sqlalchemy import Connection, Insert, Text, Update, Uuid, insert, literal, select, update
+from sqlalchemy import (
+    ARRAY,
+    Connection,
+    Insert,
+    Text,
+    Update,
+    Uuid,
+    cast,
+    func,
+    insert,
+    literal,
+    literal_column,
+    select,
+    true,
+    update,
+)
+from sqlalchemy.types import UserDefinedType
 
 from leadcrm.ingestion.connections import ActiveConnection, active_connections
 from leadcrm.ingestion.rules.meta import FetchedMetaLead, WhatsAppMessage
@@ -383,12 +399,44 @@ def _settle_statement() -> Update:
     settled = recordset(
         "settled_claims", "settled", [], {"channel": Text, "external_ref": Text, "lead_id": Uuid, "outcome": Text}
     )
+    # The claims are found one by one by their primary key (a LATERAL probe it cannot flatten into a join)
+    # and updated by their row addresses (`ctid = ANY(…)`, a TID scan). Joined to the batch's rows, which it
+    # guesses at 100, the claim table was read whole every batch until it held tens of thousands of rows (the
+    # claims are this transaction's own rows: no one else moves them between the probe and the update).
+    claim = ingested_events.alias("claim")
+    found = (
+        select(literal_column("claim.ctid", _Tid()).label("claim_row"))
+        .select_from(claim)
+        .where(claim.c.channel == settled.c.channel, claim.c.external_ref == settled.c.external_ref)
+        .limit(1)
+        .lateral("found")
+    )
+    claimed_rows = (
+        select(func.array_agg(found.c.claim_row))
+        .select_from(settled)
+        .join(found, true())
+        .correlate(None)
+        .scalar_subquery()
+    )
     return (
         update(ingested_events)
-        .where(ingested_events.c.channel == settled.c.channel, ingested_events.c.external_ref == settled.c.external_ref)
+        .where(
+            literal_column("ingested_events.ctid", _Tid()) == func.any(cast(claimed_rows, ARRAY(_Tid()))),
+            ingested_events.c.channel == settled.c.channel,
+            ingested_events.c.external_ref == settled.c.external_ref,
+        )
         .values(lead_id=settled.c.lead_id, outcome=settled.c.outcome)
         .add_cte(attribute.cte("new_attributions"))
     )
+
+
+class _Tid(UserDefinedType):
+    """PostgreSQL's row address (`tid`), for `ctid = ANY(…)`."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **_: Any) -> str:
+        return "TID"
 
 
 def _record_resubmission(

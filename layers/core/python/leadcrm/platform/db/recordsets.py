@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import ARRAY, Text, bindparam, cast, column, func, select
+from sqlalchemy import Text, bindparam, cast, column, func
 from sqlalchemy.dialects.postgresql import JSONB
 
 
@@ -28,12 +28,3 @@ def recordset(name: str, alias: str, rows: list[dict[str, Any]], columns: dict[s
 def recordset_document(rows: list[dict[str, Any]]) -> str:
     """The rows as the JSON document a recordset's parameter takes."""
     return json.dumps(rows, default=str)
-
-
-def any_of(recordset_column: Any, element_type: Any) -> Any:
-    """`column == any_of(…)`: one column of a recordset as an array, computed once (an InitPlan). Beside the
-    join on it, it lets the planner look rows up by index: it guesses a recordset at 100 rows, so a join alone
-    scans a table while the table is small enough (a bench's, a new deployment's) and grows with it."""
-    return func.any(
-        cast(select(func.array_agg(recordset_column)).correlate(None).scalar_subquery(), ARRAY(element_type))
-    )
