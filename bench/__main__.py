@@ -200,9 +200,9 @@ def main() -> int:
             if only and scenario.name not in only:
                 continue
             log(f"\n== {scenario.name}")
-            # The objects of the seed and of earlier scenarios stay alive in this process; a Lambda holds only its
-            # imports, which it freezes on its cold start (platform.telemetry): so are these, or a full garbage
-            # collection during a measured call would scan them (a 300 ms pause in a report's p95).
+            # The objects of the seed and of earlier scenarios stay alive in this process, which no Lambda holds:
+            # out of the collector's reach, or a full garbage collection during a measured call scans them all
+            # (300 ms pauses in the attribution report's p95 of the full run, 245 ms p95 against 138 ms alone).
             gc.collect()
             gc.freeze()
             started = time.perf_counter()

@@ -27,7 +27,6 @@ the patch waits for boto3's import (a wrapt post-import hook).
 from __future__ import annotations
 
 import functools
-import gc
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -103,12 +102,6 @@ def instrumented(*, correlation_id_path: str | None = None) -> Callable[[Handler
 
         @functools.wraps(handler)
         def invoke(event: Any, context: Any) -> Any:
-            if cold[0]:
-                # What the cold start imported lives as long as the process: out of the collector's reach, a
-                # full collection during a request scans only what requests made (a report's 100k objects
-                # paid ~200 ms for a full pass over a large process's heap).
-                gc.collect()
-                gc.freeze()
             keys: dict[str, Any] = {"cold_start": cold[0], **vars(build_lambda_context_model(context))}
             cold[0] = False
             if correlation_id_path is not None and isinstance(event, dict):
