@@ -56,6 +56,7 @@ from leadcrm.conversations.tables import (
     ses_delivery_events,
 )
 from leadcrm.leads.activity import record_activities
+from leadcrm.leads.dedup import email_key_in
 from leadcrm.leads.tables import leads
 from leadcrm.platform.db.now import sql_now
 
@@ -287,8 +288,7 @@ def suppress_address(conn: Connection, mail: Mail, event: SesEvent) -> int:
             )
         )
         .where(
-            leads.c.organization_id == mail.organization_id,
-            func.lower(leads.c.email).in_(sorted(addresses)),
+            email_key_in(mail.organization_id, sorted(addresses)),
             # already revoked for this very reason: nothing new to say
             ~and_(email_state.c.status == consent.REVOKED, email_state.c.legal_basis == basis.value).is_(True),
         )

@@ -40,6 +40,7 @@ from leadcrm.conversations.rules.messages import (
     lead_contact_key,
 )
 from leadcrm.conversations.tables import conversation_messages, conversations
+from leadcrm.leads.dedup import phone_key_in
 from leadcrm.leads.identity import organization_region
 from leadcrm.leads.rules.intake import phone_digits, same_phone
 from leadcrm.leads.tables import leads
@@ -79,16 +80,13 @@ def lead_for_number(
 ) -> uuid.UUID | None:
     """The organization's lead with this WhatsApp number (the same number however the lead's phone was
     typed, read in the organization's region); the one who wrote last, else the newest. The last 7 digits
-    narrow the search on `ix_leads_org_phone_last7`. `regions` caches each organization's region."""
+    narrow the search on `ix_leads_phone_key`. `regions` caches each organization's region."""
     digits = phone_digits(wa_id)
     if digits is None or len(digits) < 7:
         return None
     candidates = conn.execute(
         select(leads.c.id, leads.c.phone)
-        .where(
-            leads.c.organization_id == organization_id,
-            func.right(leads.c.phone_digits, 7) == digits[-7:],
-        )
+        .where(phone_key_in(organization_id, [digits[-7:]]))
         .order_by(leads.c.last_inbound_at.desc().nulls_last(), leads.c.created_at.desc(), leads.c.id.desc())
         .limit(50)
     ).all()

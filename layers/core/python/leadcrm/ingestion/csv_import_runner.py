@@ -45,8 +45,9 @@ from leadcrm.ingestion.rules.csv_import import (
 )
 from leadcrm.ingestion.tables import lead_import_jobs
 from leadcrm.leads.assignment import assign_new_leads
-from leadcrm.leads.dedup import CANDIDATE_LIMIT
+from leadcrm.leads.dedup import leads_with_keys
 from leadcrm.leads.rules.intake import dedup_lock_keys
+from leadcrm.leads.tables import leads
 from leadcrm.platform.adapters import ingestion_queue, lead_import_files
 from leadcrm.platform.db.copy import NULL, copy_fields, copy_value
 from leadcrm.platform.db.now import sql_now
@@ -314,26 +315,10 @@ def _existing_people(
     phone_keys = sorted({person.phone_key for person in persons if person.phone_key is not None})
     if not emails and not phone_keys:
         return people
-    # One index probe per key, whatever the statistics say: for an organization they do not know yet (its
-    # first import), the planner would rather walk all its leads and test each against both arrays (180 ms
-    # per chunk instead of a few, measured). LATERAL with a LIMIT (dedup's candidate bound) cannot be
-    # flattened into such a join. Sorted oldest first here: dedup resolves to the oldest lead.
-    found = conn.execute(
-        text(
-            "SELECT m.* FROM jsonb_array_elements_text(CAST(:emails AS jsonb)) AS k(v) CROSS JOIN LATERAL ("
-            "SELECT id, email, phone, created_at FROM leads WHERE organization_id = :org AND lower(email) = k.v "
-            "LIMIT :bound) AS m UNION "
-            "SELECT m.* FROM jsonb_array_elements_text(CAST(:phones AS jsonb)) AS k(v) CROSS JOIN LATERAL ("
-            "SELECT id, email, phone, created_at FROM leads WHERE organization_id = :org "
-            "AND right(phone_digits, 7) = k.v LIMIT :bound) AS m"
-        ),
-        {
-            "org": organization_id,
-            "emails": json.dumps(emails),
-            "phones": json.dumps(phone_keys),
-            "bound": CANDIDATE_LIMIT,
-        },
-    )
+    # One index probe per key, whatever the statistics say (dedup.leads_with_keys); sorted oldest first here:
+    # dedup resolves to the oldest lead.
+    matching = leads_with_keys(organization_id, emails, phone_keys, (leads.c.id, leads.c.email, leads.c.phone))
+    found = conn.execute(select(matching)).all()
     for lead in sorted(found, key=lambda row: (row.created_at, row.id)):
         people.add(lead.id, person_keys(lead.email, lead.phone))
     return people

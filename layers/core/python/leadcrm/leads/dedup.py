@@ -9,11 +9,12 @@ matched here ("Managed members").
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Text, func, literal, or_, select, true
+from sqlalchemy import CTE, Column, ColumnElement, Connection, Select, Text, func, literal, or_, select, true
 
 from leadcrm.directory.rules import phone_region
 from leadcrm.directory.tables import organizations
@@ -21,7 +22,7 @@ from leadcrm.leads.assignment import has_rules
 from leadcrm.leads.pseudonym_tokens import OrganizationPseudonyms, any_pseudonym, find_pseudonymized
 from leadcrm.leads.rules.identity import last_seven_digits
 from leadcrm.leads.rules.intake import dedup_lock_keys, is_closed_lead, normalized_email, phone_digits, same_phone
-from leadcrm.leads.tables import leads
+from leadcrm.leads.tables import LEAD_EMAIL_KEY, LEAD_PHONE_KEY, leads
 from leadcrm.pipelines.stages import StagePlacement, first_new_stage_of_default, placement_of
 
 # Leads sharing an email or the last seven digits of a phone: a handful in practice, a bound in any case.
@@ -167,28 +168,64 @@ def same_person_candidates(
             last7 = phone_digits(phone)
         if last7 is not None:
             sevens.add(last7)
-    matches = []
-    if emails:
-        matches.append(func.lower(leads.c.email).in_(sorted(emails)))
-    if sevens:
-        matches.append(func.right(leads.c.phone_digits, 7).in_(sorted(sevens)))
-    if not matches:
+    if not emails and not sevens:
         return []
-    rows = conn.execute(
-        select(
-            leads.c.id,
-            leads.c.name,
-            leads.c.email,
-            leads.c.phone,
-            leads.c.status,
-            leads.c.archived_at,
-            leads.c.converted_membership_id,
-        )
-        .where(leads.c.organization_id == organization_id, or_(*matches))
-        .order_by(leads.c.created_at, leads.c.id)
-        .limit(CANDIDATE_LIMIT * len(people))
-    ).all()
+    rows = conn.execute(_oldest_matching(organization_id, emails, sevens, CANDIDATE_LIMIT * len(people))).all()
     return [Candidate(*row) for row in rows]
+
+
+_CANDIDATE_COLUMNS = (
+    leads.c.id,
+    leads.c.name,
+    leads.c.email,
+    leads.c.phone,
+    leads.c.status,
+    leads.c.archived_at,
+    leads.c.converted_membership_id,
+)
+
+
+def email_key_in(organization_id: uuid.UUID, emails: Iterable[str]) -> ColumnElement[bool]:
+    """The organization's leads with one of these emails, case-insensitive, by ix_leads_email_key alone (the key
+    names the organization: no other index on organization_id can be picked for it, migration 0034)."""
+    # lower() on both sides, by PostgreSQL: the same case folding as the index.
+    return LEAD_EMAIL_KEY.in_([func.lower(literal(f"{organization_id} {email}", Text)) for email in emails])
+
+
+def phone_key_in(organization_id: uuid.UUID, sevens: Iterable[str]) -> ColumnElement[bool]:
+    """The organization's leads whose phone ends with one of these seven digits, by ix_leads_phone_key alone."""
+    return LEAD_PHONE_KEY.in_([f"{organization_id} {seven}" for seven in sevens])
+
+
+def leads_with_keys(
+    organization_id: uuid.UUID, emails: Iterable[str], sevens: Iterable[str], columns: Sequence[Column[Any]]
+) -> CTE:
+    """The organization's leads whose email (case-insensitive) is one of `emails` or whose phone's last seven
+    digits are one of `sevens`: `columns` and created_at, read by dedup's key indexes alone (LEAD_EMAIL_KEY,
+    LEAD_PHONE_KEY: each key names the organization, so no other index on organization_id can be picked for an
+    organization the statistics misjudge, migration 0034). Materialized, so that an ORDER BY … LIMIT over it
+    cannot turn it into a walk of the leads in that order."""
+    with_created_at = any(column is leads.c.created_at for column in columns)
+    selected = tuple(columns) if with_created_at else (*columns, leads.c.created_at)
+    matches = []
+    if emails := sorted(set(emails)):
+        matches.append(email_key_in(organization_id, emails))
+    if sevens := sorted(set(sevens)):
+        matches.append(phone_key_in(organization_id, sevens))
+    if not matches:
+        raise ValueError("leads_with_keys needs an email or a phone key")
+    return select(*selected).where(or_(*matches)).cte("matching").prefix_with("MATERIALIZED")
+
+
+def _oldest_matching(
+    organization_id: uuid.UUID, emails: Iterable[str], sevens: Iterable[str], limit: int, *extra: Any
+) -> Select[Any]:
+    found = leads_with_keys(organization_id, emails, sevens, _CANDIDATE_COLUMNS)
+    return (
+        select(*(found.c[column.name] for column in _CANDIDATE_COLUMNS), *extra)
+        .order_by(found.c.created_at, found.c.id)
+        .limit(limit)
+    )
 
 
 def match_candidate(
@@ -226,13 +263,7 @@ def find_same_person(
     email_key, last7 = normalized_email(email), last_seven_digits(phone)
     if last7 is None and (digits := phone_digits(phone)) is not None:
         last7 = digits  # a short number: matched digit for digit
-    matches = []
-    if email_key is not None:
-        # lower() on both sides, by PostgreSQL: the same case folding as the ix_leads_org_lower_email index.
-        matches.append(func.lower(leads.c.email) == func.lower(email_key))
-    if last7 is not None:
-        matches.append(func.right(leads.c.phone_digits, 7) == last7)
-    if not matches:
+    if email_key is None and last7 is None:
         return None
     this_organization = organizations.c.id == organization_id
     if context is not None:
@@ -242,20 +273,14 @@ def find_same_person(
         country = select(organizations.c.country_code).where(this_organization).scalar_subquery()
         timezone = select(organizations.c.timezone).where(this_organization).scalar_subquery()
     rows = conn.execute(
-        select(
-            leads.c.id,
-            leads.c.name,
-            leads.c.email,
-            leads.c.phone,
-            leads.c.status,
-            leads.c.archived_at,
-            leads.c.converted_membership_id,
+        _oldest_matching(
+            organization_id,
+            [email_key] if email_key is not None else [],
+            [last7] if last7 is not None else [],
+            CANDIDATE_LIMIT,
             country.label("country_code"),
             timezone.label("timezone"),
         )
-        .where(leads.c.organization_id == organization_id, or_(*matches))
-        .order_by(leads.c.created_at, leads.c.id)
-        .limit(CANDIDATE_LIMIT)
     ).all()
     for row in rows:
         same_email = email_key is not None and normalized_email(row.email) == email_key

@@ -10,7 +10,7 @@ candidates are offered before staff type anything"):
 
 Both consider only account users: a managed user (a child) shares a parent's phone or email and must never
 be matched (spec "Managed members"). Candidates are prefiltered in SQL on lower(email) and on the phone's last
-seven digits (the `ix_leads_org_phone_last7` index), then compared exactly here, on E.164.
+seven digits (the `ix_leads_phone_key` index), then compared exactly here, on E.164.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from sqlalchemy import Connection, Text, and_, cast, func, literal, or_, select,
 from leadcrm.directory.queries import organization_phone_region
 from leadcrm.directory.rules import MembershipStatus
 from leadcrm.directory.tables import memberships, users
+from leadcrm.leads.dedup import leads_with_keys
 from leadcrm.leads.rules.identity import (
     PersonKey,
     canonical_email,
@@ -54,7 +55,7 @@ def _digits_of(column: Any) -> Any:
 
 
 def _last7_of_digits(digits_column: Any) -> Any:
-    # The exact expression `ix_leads_org_phone_last7` is built on, so the planner uses it.
+    # In SQL what leads.rules.identity.last_seven_digits is in Python (for users; leads have LEAD_PHONE_KEY).
     return func.right(digits_column, 7)
 
 
@@ -99,15 +100,14 @@ def find_lead_for_person(
     last7 = last_seven_digits(person.phone_e164)
     if person.email is None and last7 is None:
         return None
-    prefilter = []
-    if person.email is not None:
-        prefilter.append(func.lower(leads.c.email) == person.email)
-    if last7 is not None:
-        prefilter.append(_last7_of_digits(leads.c.phone_digits) == last7)
+    found = leads_with_keys(
+        organization_id,
+        [person.email] if person.email is not None else [],
+        [last7] if last7 is not None else [],
+        (leads.c.id, leads.c.email, leads.c.phone, leads.c.name),
+    )
     rows = conn.execute(
-        select(leads.c.id, leads.c.email, leads.c.phone, leads.c.name)
-        .where(leads.c.organization_id == organization_id, or_(*prefilter))
-        .order_by(leads.c.created_at, leads.c.id)
+        select(found.c.id, found.c.email, found.c.phone, found.c.name).order_by(found.c.created_at, found.c.id)
     ).all()
     if not rows:
         return None

@@ -19,10 +19,13 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     Uuid,
+    cast,
     func,
+    literal_column,
     text,
 )
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.sql.elements import ColumnElement
 
 from leadcrm.pipelines.tables import STAGE_CATEGORIES
 from leadcrm.platform.db.columns import (
@@ -175,11 +178,6 @@ leads = Table(
     Index("ix_leads_org_status_id", "organization_id", "status", "id"),
     # The nurture re-evaluation job: nurtured leads by when they are due, across organizations.
     Index("ix_leads_nurture_due", "reevaluate_at", postgresql_where=text("qualification_state = 'nurturing'")),
-    Index("ix_leads_org_lower_email", "organization_id", func.lower(text("email"))),
-    # Identity prefilter (leads.rules.identity.last_seven_digits): the last seven digits survive every way a number
-    # is typed (trunk zero, country code, dashes). An expression index, not a stored column: adding a
-    # generated column would rewrite the whole table under an exclusive lock.
-    Index("ix_leads_org_phone_last7", "organization_id", func.right(text("phone_digits"), 7)),
     Index("ix_leads_org_pipeline_stage", "organization_id", "pipeline_id", "stage_id", "id"),
     Index("ix_leads_org_assignee", "organization_id", "assigned_to_user_id", "id"),
     Index("ix_leads_org_campaign", "organization_id", "campaign_id", "id"),
@@ -212,6 +210,22 @@ leads = Table(
         postgresql_ops={"name": "gin_trgm_ops", "email": "gin_trgm_ops", "phone_digits": "gin_trgm_ops"},
     ),
 )
+
+
+def _organization_key(value: ColumnElement[str]) -> ColumnElement[str]:
+    """`<organization id> <value>`: one indexed key naming the organization, so that a lookup asks for it alone
+    and no other index on organization_id can answer it (migration 0034)."""
+    return cast(leads.c.organization_id, Text).concat(literal_column("' '")).concat(value)
+
+
+# Dedup's keys (leads.dedup): a lead by its email, case-insensitive, and by the last seven digits of its phone,
+# which survive every way a number is typed (trunk zero, country code, dashes; leads.rules.identity).
+LEAD_EMAIL_KEY = _organization_key(func.lower(leads.c.email))
+LEAD_PHONE_KEY = _organization_key(func.right(leads.c.phone_digits, literal_column("7")))
+# The indexes on them, as PostgreSQL renders them back (Alembic compares that text; the plan tests in
+# tests/integration/leads/test_dedup_lookup_plans.py check the lookups use them).
+Index("ix_leads_email_key", text("((organization_id::text || ' '::text) || lower(email))"), _table=leads)
+Index("ix_leads_phone_key", text("((organization_id::text || ' '::text) || right(phone_digits, 7))"), _table=leads)
 
 # A lead's placements in pipelines other than its primary one (the primary lives on the lead row,
 # which leads.status mirrors). set-primary swaps a placement with the lead row's pipeline and stage.

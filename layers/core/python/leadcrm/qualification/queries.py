@@ -9,11 +9,10 @@ from typing import Any
 
 from sqlalchemy import (
     Connection,
-    func,
-    or_,
     select,
 )
 
+from leadcrm.leads.dedup import leads_with_keys
 from leadcrm.leads.identity import organization_region
 from leadcrm.leads.rules.identity import is_same_lead_person, last_seven_digits, person_key
 from leadcrm.leads.tables import (
@@ -114,17 +113,18 @@ def merge_suggestions(conn: Connection, organization_id: uuid.UUID, lead_id: uui
     region = organization_region(conn, organization_id)
     key = person_key(lead.email, lead.phone, lead.name, default_region=region)
     last7 = last_seven_digits(key.phone_e164)
-    prefilter = []
-    if key.email is not None:
-        prefilter.append(func.lower(leads.c.email) == key.email)
-    if last7 is not None:
-        prefilter.append(func.right(leads.c.phone_digits, 7) == last7)
-    if not prefilter:
+    if key.email is None and last7 is None:
         return {"survivor_id": lead_id, "duplicates": []}
+    found = leads_with_keys(
+        organization_id,
+        [key.email] if key.email is not None else [],
+        [last7] if last7 is not None else [],
+        _PERSON_COLUMNS,
+    )
     rows = conn.execute(
-        select(*_PERSON_COLUMNS)
-        .where(leads.c.organization_id == organization_id, leads.c.id != lead_id, or_(*prefilter))
-        .order_by(leads.c.created_at, leads.c.id)
+        select(*(found.c[column.name] for column in _PERSON_COLUMNS))
+        .where(found.c.id != lead_id)
+        .order_by(found.c.created_at, found.c.id)
         .limit(SUGGESTION_LIMIT)
     ).all()
     keys = {r.id: person_key(r.email, r.phone, r.name, default_region=region) for r in rows}

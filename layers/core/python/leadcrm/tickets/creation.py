@@ -13,6 +13,7 @@ from sqlalchemy import Connection, func, insert, select, update
 from leadcrm.directory.rules import MembershipStatus
 from leadcrm.directory.tables import memberships, users
 from leadcrm.leads.activity import record_activity
+from leadcrm.leads.dedup import email_key_in
 from leadcrm.leads.tables import leads
 from leadcrm.platform.db.uow import UnitOfWork
 from leadcrm.platform.errors import NotFound
@@ -53,12 +54,14 @@ class NewTicket:
     conversation_id: uuid.UUID | None = None
     previous_ticket_id: uuid.UUID | None = None
 
+
 @dataclass(frozen=True)
 class Requester:
     type: RequesterType
     lead_id: uuid.UUID | None
     membership_id: uuid.UUID | None
     email: str | None
+
 
 def requester_of(conn: Connection, organization_id: uuid.UUID, new: NewTicket) -> Requester:
     """Who asks: the lead or membership named (404 when it is not this organization's), or, for mail from an
@@ -103,13 +106,14 @@ def requester_of(conn: Connection, organization_id: uuid.UUID, new: NewTicket) -
             return Requester(RequesterType.MEMBER, None, member, new.requester_email)
         lead = conn.execute(
             select(leads.c.id)
-            .where(leads.c.organization_id == organization_id, func.lower(leads.c.email) == address)
+            .where(email_key_in(organization_id, [address]))
             .order_by(leads.c.archived_at.is_not(None), leads.c.created_at.desc())
             .limit(1)
         ).scalar()
         if lead is not None:
             return Requester(RequesterType.LEAD, lead, None, new.requester_email)
     return Requester(RequesterType.UNKNOWN, None, None, new.requester_email)
+
 
 def create_ticket(
     uow: UnitOfWork,
