@@ -110,3 +110,12 @@ def test_a_lookup_reads_only_the_leads_with_the_keys_of_an_organization_the_stat
     engine, organization_id = unknown_organization
     sevens = [f"{i:07d}" for i in range(1, KEYS + 1)]  # leads 1…10 of every organization end so
     assert _lookup_reads(engine, organization_id, [], sevens) == KEYS
+
+
+def test_a_lookup_of_an_import_chunk_of_keys_reads_no_other_lead_of_an_organization_the_statistics_do_not_know(
+    unknown_organization,
+):
+    engine, organization_id = unknown_organization
+    # A probe a key, however many keys: asked as `= ANY(keys)`, the planner's costs prefer a scan of the table.
+    emails = [f"new{i}@example.test" for i in range(1_000)]
+    assert _lookup_reads(engine, organization_id, emails, [f"9{i:06d}" for i in range(1_000)]) == 0
