@@ -202,9 +202,7 @@ _CANDIDATE_COLUMNS = (
 def email_key_in(organization_id: uuid.UUID, emails: Iterable[str]) -> ColumnElement[bool]:
     """The organization's leads with one of these emails (`normalized_email`: lower case) by ix_leads_email_key
     alone (the key names the organization: no other index on organization_id can be picked for it, migration
-    0034). The keys travel as one array parameter, whatever their number (an import's chunk has a thousand), a
-    constant the planner reads key by key: an array computed in the statement is estimated as matching most
-    of the table, and scanned so."""
+    0034). For a few keys (a ticket's requester, a bounce's recipients); many go through `leads_with_keys`."""
     return any_(_texts(f"{organization_id} {email}" for email in emails)) == LEAD_EMAIL_KEY
 
 
