@@ -3,6 +3,7 @@ no more than `depth` items made ahead, and the thread stopped when the reader le
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from leadcrm.platform.prefetch import Prefetched
+from leadcrm.platform.prefetch import SWITCH_INTERVAL_SECONDS, Prefetched
 
 
 @given(st.lists(st.integers(), max_size=50), st.integers(min_value=1, max_value=4))
@@ -65,3 +66,16 @@ def test_leaving_early_stops_the_thread():
     with Prefetched(endless()) as prefetched:
         assert next(prefetched) == 0
     assert threading.active_count() == before
+
+
+def test_while_reading_ahead_the_reader_waits_for_the_gil_no_longer_than_the_short_switch_interval():
+    before = sys.getswitchinterval()
+    with Prefetched(iter([1, 2])):
+        assert sys.getswitchinterval() == min(before, SWITCH_INTERVAL_SECONDS)
+
+
+def test_the_switch_interval_is_given_back_when_the_reading_ahead_ends():
+    before = sys.getswitchinterval()
+    with Prefetched(iter([1, 2])) as items:
+        list(items)
+    assert sys.getswitchinterval() == before

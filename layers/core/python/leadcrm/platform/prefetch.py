@@ -9,6 +9,7 @@ made ahead. Closing the prefetcher (or leaving the `with` block) stops the threa
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from collections.abc import Iterator
 from types import TracebackType
@@ -19,8 +20,15 @@ T = TypeVar("T")
 _END = object()
 
 
+# While the read-ahead thread computes, the caller's every return from a socket wait queues for the GIL until
+# the thread is made to drop it: the switch interval, 5 ms by default, several times per database statement.
+SWITCH_INTERVAL_SECONDS = 0.0005
+
+
 class Prefetched(Generic[T]):
     def __init__(self, source: Iterator[T], *, depth: int = 1) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_SECONDS))
         self._items: queue.Queue[object] = queue.Queue(maxsize=depth)
         self._stopping = threading.Event()
         self._finished = False
@@ -63,6 +71,7 @@ class Prefetched(Generic[T]):
     def close(self) -> None:
         self._stopping.set()
         self._thread.join()
+        sys.setswitchinterval(self._switch_interval)
 
     def __enter__(self) -> Prefetched[T]:
         return self
