@@ -234,8 +234,9 @@ def leads_with_keys(
         # One JSON parameter: pg8000 writes a list as an array literal in Python, ~5 ms for a chunk's keys.
         key = func.jsonb_array_elements_text(literal(keys, JSONB)).table_valued("value")
         key = key.render_derived(name="key")
-        probe = select(*selected).where(indexed == prefix.concat(key.c.value)).limit(CANDIDATE_LIMIT)
-        probe = probe.lateral("probe")
+        # The oldest of a key's leads first: dedup resolves to the oldest lead.
+        probe = select(*selected).where(indexed == prefix.concat(key.c.value))
+        probe = probe.order_by(leads.c.created_at, leads.c.id).limit(CANDIDATE_LIMIT).lateral("probe")
         probes.append(select(probe).select_from(key).join(probe, true()))
     if not probes:
         raise ValueError("leads_with_keys needs an email or a phone key")
