@@ -9,8 +9,8 @@ asked as `organization_id = :org AND key = :k`. For an organization PostgreSQL's
 (created or grown since the last ANALYZE, while every organization they saw is among their most common values:
 any young installation), its leads are estimated at one row, every index on organization_id then looks as good
 as the key's, and the planner took one of them: a lookup read all of the organization's leads (measured: 10,000
-index entries a batch of WhatsApp leads for a 10,000-lead organization; an import's chunk the same). Autovacuum
-re-analyzes `leads` only after a tenth of it changed, so that organization can stay unknown for long.
+index entries a batch of WhatsApp leads for a 10,000-lead organization). Autovacuum re-analyzes `leads` only
+after a tenth of it changed, so that organization can stay unknown for long.
 
 Each index now holds one key, the organization and the value in one text (`<organization id> <value>`), and
 the lookups ask for that key alone: no other index can answer it, so no estimate can pick another. The key
